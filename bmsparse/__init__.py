@@ -1,0 +1,17 @@
+"""bmsparse: bitmap-based sparse matrix multiplication (SpGEMM) on GPUs.
+
+A matrix is cut into 8x8 blocks; each non-empty block is a 64-bit key, a
+64-bit bitmap of its non-zeros and its values. ``A @ B`` runs in four
+stages: task list, count, multiply, compact (Zhang & Gruenwald, bmSPARSE).
+"""
+
+from __future__ import annotations
+
+from ._format import BLOCK
+from ._matrix import BitmapMatrix
+from ._sputils import SUPPORTED_DTYPES
+from .spgemm import STAGES, spgemm
+
+__version__ = "0.1.0"
+
+__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "spgemm"]

@@ -1,0 +1,98 @@
+// bitmap.cuh - the device-side statement of the bmsparse block layout.
+//
+// A matrix is cut into 8x8 blocks. A non-empty block is a key, a bitmap and
+// its values (mirrors bmsparse/_format.py):
+//
+//   key    = block_row << 32 | block_col                       (uint64)
+//   bitmap : element (r, c) of the block is bit 8*r + c        (uint64)
+//
+//           c=0 c=1 c=2 c=3 c=4 c=5 c=6 c=7
+//     r=0 |  0   1   2   3   4   5   6   7 |   byte 0 = row 0
+//     r=1 |  8   9  10  11  12  13  14  15 |   byte 1 = row 1
+//     ...                                       ...
+//     r=7 | 56  57  58  59  60  61  62  63 |   byte 7 = row 7
+//
+//   values : in bit order; bit b of block k holds
+//            values[offsets[k] + value_index(bitmaps[k], b)]
+//
+// Bits outside the matrix shape (the padding of the last block row and
+// column) are always zero.
+#pragma once
+
+typedef unsigned long long u64;
+
+// a byte with bit 0 set, repeated in every byte: one bit per block row
+#define BMSPARSE_LOW_BITS 0x0101010101010101ull
+
+__device__ __forceinline__ int bit_of(int r, int c) { return (r << 3) | c; }
+
+// position of `bit` among the set bits of `bitmap` (its value's index)
+__device__ __forceinline__ int value_index(u64 bitmap, int bit) {
+    return __popcll(bitmap & ((1ull << bit) - 1ull));
+}
+
+__device__ __forceinline__ unsigned int block_row(u64 key) { return (unsigned int)(key >> 32); }
+__device__ __forceinline__ unsigned int block_col(u64 key) { return (unsigned int)(key & 0xffffffffull); }
+__device__ __forceinline__ u64 make_key(u64 brow, u64 bcol) { return (brow << 32) | bcol; }
+
+// bits of row r of a block, as an 8-bit mask over columns
+__device__ __forceinline__ unsigned int row_bits(u64 bitmap, int r) {
+    return (unsigned int)(bitmap >> (r << 3)) & 0xffu;
+}
+
+// bits of column c of a block, as an 8-bit mask over rows: the multiply
+// moves bit 8*k of the shifted bitmap to bit 56 + k with no carries
+__device__ __forceinline__ unsigned int col_bits(u64 bitmap, int c) {
+    return (unsigned int)((((bitmap >> c) & BMSPARSE_LOW_BITS) * 0x0102040810204080ull) >> 56);
+}
+
+// Boolean 8x8 product: row r of the result is the OR of the rows t of b for
+// which a has (r, t).
+__device__ __forceinline__ u64 bool_product(u64 a, u64 b) {
+    u64 c = 0;
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+        u64 a_col = ((a >> t) & BMSPARSE_LOW_BITS) * 0xffull;
+        u64 b_row = ((b >> (t << 3)) & 0xffull) * BMSPARSE_LOW_BITS;
+        c |= a_col & b_row;
+    }
+    return c;
+}
+
+// 8x8 bit-matrix transpose by three delta swaps
+__device__ __forceinline__ u64 transpose_bitmap(u64 x) {
+    u64 t;
+    t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;  x ^= t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull; x ^= t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull; x ^= t ^ (t << 28);
+    return x;
+}
+
+// Minimal complex type: the values array of a complex64/complex128 matrix is
+// (re, im) pairs, as NumPy and CuPy lay them out.
+template <typename R>
+struct bm_complex {
+    R re, im;
+    __device__ __forceinline__ bm_complex() : re(0), im(0) {}
+    __device__ __forceinline__ bm_complex(R r) : re(r), im(0) {}
+    __device__ __forceinline__ bm_complex(R r, R i) : re(r), im(i) {}
+    __device__ __forceinline__ bm_complex& operator+=(const bm_complex& o) {
+        re += o.re; im += o.im; return *this;
+    }
+};
+
+template <typename R>
+__device__ __forceinline__ bm_complex<R> operator*(const bm_complex<R>& a, const bm_complex<R>& b) {
+    return bm_complex<R>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+
+template <typename R>
+__device__ __forceinline__ bm_complex<R> operator+(const bm_complex<R>& a, const bm_complex<R>& b) {
+    return bm_complex<R>(a.re + b.re, a.im + b.im);
+}
+
+template <typename T>
+__device__ __forceinline__ bool is_zero(const T& x) { return x == T(0); }
+
+template <typename R>
+__device__ __forceinline__ bool is_zero(const bm_complex<R>& x) { return x.re == R(0) && x.im == R(0); }

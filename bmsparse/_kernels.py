@@ -1,0 +1,140 @@
+"""Loading the package's CUDA sources as CuPy kernels.
+
+- :func:`source` gives a ``.cu`` file's text with the package's own
+  ``#include "..."`` files inlined. CuPy's compile cache hashes the source
+  string but not included files, so inlining makes a header edit recompile.
+- :func:`register` records which templates a file instantiates, so the
+  compile test can build every name expression without a GPU.
+- :func:`get_kernel` returns a RawKernel; one RawModule per file and device,
+  built lazily.
+- :func:`launch` is the only place a kernel is launched.
+
+Importing this module compiles nothing and needs no GPU.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+#: dtype -> C type of the template parameter ``T``
+CTYPES: dict[np.dtype, str] = {
+    np.dtype(np.bool_): "bool",
+    np.dtype(np.int32): "int",
+    np.dtype(np.int64): "long long",
+    np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+    np.dtype(np.complex64): "bm_complex<float>",
+    np.dtype(np.complex128): "bm_complex<double>",
+}
+
+#: value dtypes every value kernel is instantiated for
+VALUE_DTYPES: tuple[np.dtype, ...] = tuple(d for d in CTYPES if d != np.bool_)
+
+#: index dtypes of the template parameter ``I``
+INDEX_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.int32), np.dtype(np.int64))
+
+#: the dtypes each template parameter is instantiated for
+PARAM_DTYPES: dict[str, tuple[np.dtype, ...]] = {"T": VALUE_DTYPES, "I": INDEX_DTYPES}
+
+#: NVRTC options shared by every module
+COMPILE_OPTIONS: tuple[str, ...] = ("-std=c++17",)
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
+
+# file (relative to the package) -> {kernel name: template parameter names}
+_REGISTRY: dict[str, dict[str, tuple[str, ...]]] = {}
+_MODULES: dict[tuple[str, int], Any] = {}
+
+#: hook for tests: called with (kernel name, n, grid, block) at each launch
+launch_hook: Callable[[str, int, int, int], None] | None = None
+
+
+def source(path: str) -> str:
+    """Text of the package file ``path`` with its quoted includes inlined."""
+    return _inline(PACKAGE_DIR / path, set())
+
+
+def _inline(file: Path, seen: set[Path]) -> str:
+    if file in seen:  # headers use #pragma once; inlining twice would redefine
+        return ""
+    seen.add(file)
+    text = file.read_text()
+
+    def include(match: re.Match[str]) -> str:
+        target = (file.parent / match.group(1)).resolve()
+        if not target.is_file():
+            raise FileNotFoundError(f"{file.name} includes missing file {match.group(1)!r}")
+        return _inline(target, seen)
+
+    return _INCLUDE.sub(include, text)
+
+
+def register(path: str, templates: dict[str, tuple[str, ...]]) -> None:
+    """Declare the kernels of ``path`` and the template parameters of each.
+
+    A kernel with ``("T", "I")`` is instantiated for every combination of
+    ``PARAM_DTYPES["T"]`` and ``PARAM_DTYPES["I"]``; one with ``()`` is an
+    ``extern "C"`` kernel named as written.
+    """
+    _REGISTRY[path] = dict(templates)
+
+
+def registered() -> dict[str, dict[str, tuple[str, ...]]]:
+    """Every registered file with its kernels (imports the stage modules)."""
+    from . import convert  # noqa: F401 - registration happens at import
+    from .spgemm import compact, count, multiply  # noqa: F401
+
+    return dict(_REGISTRY)
+
+
+def name_expression(name: str, params: tuple[str, ...], **types: Any) -> str:
+    """C++ name expression, e.g. ``bmsparse_multiply_values<double>``."""
+    if not params:
+        return name
+    args = [CTYPES[np.dtype(types[p])] for p in params]
+    return f"{name}<{', '.join(args)}>"
+
+
+def name_expressions(path: str) -> list[str]:
+    """All name expressions instantiated from ``path``."""
+    out = []
+    for name, params in _REGISTRY[path].items():
+        for combo in itertools.product(*(PARAM_DTYPES[p] for p in params)):
+            out.append(name_expression(name, params, **dict(zip(params, combo))))
+    return out
+
+
+def get_kernel(path: str, name: str, **types: Any) -> Any:
+    """RawKernel ``name`` of file ``path``, instantiated for ``types``."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    module = _MODULES.get((path, device))
+    if module is None:
+        module = cupy.RawModule(code=source(path), options=COMPILE_OPTIONS,
+                                name_expressions=name_expressions(path))
+        _MODULES[(path, device)] = module
+    return module.get_function(name_expression(name, _REGISTRY[path][name], **types))
+
+
+def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256) -> None:
+    """Launch ``kernel`` with one thread per item of ``n`` (nothing if 0).
+
+    Python ints become ``long long`` and Python floats ``double``, so every
+    scalar argument has the exact C type the kernel declares.
+    """
+    if n <= 0:
+        return
+    grid = (n + block - 1) // block
+    if launch_hook is not None:
+        launch_hook(kernel.name, n, grid, block)
+    cast = tuple(np.int64(a) if isinstance(a, (bool, int)) and not isinstance(a, np.generic)
+                 else np.float64(a) if isinstance(a, float) else a for a in args)
+    kernel((grid,), (block,), cast)

@@ -1,0 +1,486 @@
+"""BitmapMatrix: a sparse matrix stored as 8x8 bitmap blocks (bmSPARSE)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import convert
+from ._format import BLOCK, nblocks_along, popcount
+from ._primitives import exclusive_scan
+from ._sputils import check_dtype, check_shape, get_array_module
+
+
+class BitmapMatrix:
+    """Sparse matrix in bitmap block format, on the host (NumPy) or a GPU (CuPy).
+
+    A non-empty 8x8 block is a key ``block_row << 32 | block_col``, a bitmap
+    (element ``(r, c)`` of the block is bit ``8 * r + c``) and its values in
+    bit order. All arrays are NumPy or all are CuPy; that decides where every
+    operation on the matrix runs.
+
+    Parameters
+    ----------
+    arg
+        One of: a BitmapMatrix; a scipy.sparse matrix or array; a
+        cupyx.scipy.sparse matrix; a dense 2-D NumPy or CuPy array; COO
+        triplets as scipy writes them, ``(values, (rows, cols))``, with
+        ``shape`` (duplicates are summed, any order).
+    shape : (int, int), optional
+        Required for COO triplets; inferred otherwise.
+    dtype : dtype, optional
+        Value dtype of the result; one of bool, int32, int64, float32,
+        float64, complex64, complex128.
+    copy : bool
+        Copy the arrays of a BitmapMatrix argument.
+
+    Attributes
+    ----------
+    keys : uint64 [nblocks]
+        Strictly increasing block keys.
+    bitmaps : uint64 [nblocks]
+        Non-zero pattern of each block.
+    offsets : int64 [nblocks + 1]
+        Exclusive scan of ``popcount(bitmaps)``: block ``q``'s values are
+        ``values[offsets[q]:offsets[q + 1]]``.
+    values : [nnz] or None
+        Values in block order, row-major inside a block; None for bool
+        (pattern) matrices, whose bitmaps are the whole matrix.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from bmsparse import BitmapMatrix
+    >>> a = BitmapMatrix(sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0]])))
+    >>> a
+    <2x3 BitmapMatrix of dtype float64 with 3 stored elements in 1 8x8 blocks, on the host>
+    >>> (a @ a.T).toarray()
+    array([[5., 0.],
+           [0., 9.]])
+    """
+
+    format = "bmp"
+    ndim = 2
+
+    def __init__(self, arg: Any, shape: Any = None, dtype: Any = None, copy: bool = False):
+        if isinstance(arg, BitmapMatrix):
+            src = arg.copy() if copy else arg
+        elif _is_scipy_sparse(arg):
+            src = BitmapMatrix.from_scipy(arg)
+        elif _is_cupyx_sparse(arg):
+            src = BitmapMatrix.from_cupyx(arg)
+        elif isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[1], tuple):
+            if shape is None:
+                raise ValueError("shape is required for COO triplets (values, (rows, cols))")
+            values, (rows, cols) = arg
+            src = BitmapMatrix.from_coo(rows, cols, values, shape)
+        elif hasattr(arg, "ndim") and hasattr(arg, "dtype"):
+            src = BitmapMatrix.from_dense(arg)
+        else:
+            raise TypeError(f"cannot build a BitmapMatrix from {type(arg).__name__}; expected "
+                            "a BitmapMatrix, a scipy or cupyx sparse matrix, a dense array "
+                            "or COO triplets (values, (rows, cols))")
+        if shape is not None and check_shape(shape) != src.shape:
+            raise ValueError(f"shape {tuple(shape)} does not match the input's {src.shape}")
+        if dtype is not None:
+            src = src.astype(dtype)
+        self._set(src.keys, src.bitmaps, src.offsets, src.values, src.shape, src.dtype,
+                  src._nnz)
+
+    def _set(self, keys: Any, bitmaps: Any, offsets: Any, values: Any,
+             shape: tuple[int, int], dtype: np.dtype, nnz: int | None) -> None:
+        self.keys, self.bitmaps, self.offsets, self.values = keys, bitmaps, offsets, values
+        self._shape = shape
+        self._dtype = np.dtype(dtype)
+        self._nnz = values.shape[0] if values is not None else nnz
+
+    @classmethod
+    def _from_blocks(cls, keys: Any, bitmaps: Any, offsets: Any, values: Any,
+                     shape: tuple[int, int], dtype: Any = None,
+                     nnz: int | None = None) -> BitmapMatrix:
+        """Wrap canonical arrays without checking them."""
+        self = cls.__new__(cls)
+        dtype = values.dtype if values is not None else np.dtype(bool) if dtype is None \
+            else dtype
+        self._set(keys, bitmaps, offsets, values, shape, dtype, nnz)
+        return self
+
+    @classmethod
+    def from_blocks(cls, keys: Any, bitmaps: Any, values: Any,
+                    shape: Any) -> BitmapMatrix:
+        """A matrix from its block arrays, checked (see :meth:`check_format`).
+
+        Parameters
+        ----------
+        keys, bitmaps : uint64 [nblocks]
+        values : [popcount(bitmaps).sum()] or None
+        shape : (int, int)
+        """
+        xp = get_array_module(keys, bitmaps, values)
+        for name, arr in (("keys", keys), ("bitmaps", bitmaps)):
+            if arr.dtype != np.uint64 or arr.ndim != 1:
+                raise ValueError(f"{name} must be a 1-D uint64 array, got {arr.ndim}-D "
+                                 f"{arr.dtype.name}")
+        offsets = exclusive_scan(xp, popcount(bitmaps))
+        self = cls.__new__(cls)
+        dtype = np.dtype(bool) if values is None else values.dtype
+        self._set(keys, bitmaps, offsets, values, check_shape(shape), dtype, None)
+        self.check_format(full_check=True)
+        return self
+
+    # --- constructors ------------------------------------------------------
+
+    @classmethod
+    def from_coo(cls, rows: Any, cols: Any, values: Any, shape: Any) -> BitmapMatrix:
+        """A matrix from COO triplets; duplicates are summed, any order.
+
+        Parameters
+        ----------
+        rows, cols : integer [n]
+        values : [n], scalar or None
+            None (or a bool array) makes a pattern (bool) matrix.
+        shape : (int, int)
+
+        Raises
+        ------
+        ValueError
+            An index is negative or out of range, or lengths differ.
+        TypeError
+            Indices are not integers, or the value dtype is unsupported.
+        """
+        shape = check_shape(shape)
+        xp = get_array_module(*(x for x in (rows, cols, values) if _is_array(x)))
+        rows, cols = xp.asarray(rows), xp.asarray(cols)
+        if values is not None:
+            values = xp.asarray(values)
+            if values.ndim == 0:
+                values = xp.full(rows.shape, values, dtype=values.dtype)
+            if values.dtype == np.bool_:
+                # a pattern matrix stores no values; False entries are dropped
+                rows, cols, values = rows[values], cols[values], None
+        rows, cols = convert.check_coo(rows, cols, values, shape)
+        keys, bitmaps, offsets, values = convert.coo_to_bitmap(rows, cols, values, shape)
+        return cls._from_blocks(keys, bitmaps, offsets, values, shape)
+
+    @classmethod
+    def from_scipy(cls, a: Any, *, device: bool = False) -> BitmapMatrix:
+        """A matrix from any scipy.sparse matrix or array.
+
+        Explicitly stored zeros are kept, as scipy keeps them; duplicates are
+        summed. With ``device=True`` the COO arrays are copied to the GPU and
+        converted there (the paper's transfer + COO -> BMP).
+        """
+        if not _is_scipy_sparse(a):
+            raise TypeError(f"expected a scipy.sparse matrix or array, got {type(a).__name__}")
+        check_dtype(a.dtype, "dtype")
+        coo = a.tocoo()
+        rows, cols, data = coo.row, coo.col, coo.data
+        if device:
+            import cupy
+
+            rows, cols, data = cupy.asarray(rows), cupy.asarray(cols), cupy.asarray(data)
+        return cls.from_coo(rows, cols, data, a.shape)
+
+    @classmethod
+    def from_cupyx(cls, a: Any) -> BitmapMatrix:
+        """A matrix on the GPU from any cupyx.scipy.sparse matrix, converted there."""
+        if not _is_cupyx_sparse(a):
+            raise TypeError(f"expected a cupyx.scipy.sparse matrix, got {type(a).__name__}")
+        check_dtype(a.dtype, "dtype")
+        coo = a.tocoo()
+        return cls.from_coo(coo.row, coo.col, coo.data, a.shape)
+
+    @classmethod
+    def from_dense(cls, a: Any) -> BitmapMatrix:
+        """A matrix from a dense 2-D NumPy or CuPy array (its non-zeros)."""
+        xp = get_array_module(a)
+        if a.ndim != 2:
+            raise ValueError(f"expected a 2-D array, got {a.ndim}-D")
+        check_dtype(a.dtype, "dtype")
+        rows, cols = xp.nonzero(a)
+        values = None if a.dtype == np.bool_ else a[rows, cols]
+        return cls.from_coo(rows, cols, values, a.shape)
+
+    # --- attributes --------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def nblocks(self) -> int:
+        """Number of stored (non-empty) 8x8 blocks."""
+        return int(self.keys.shape[0])
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored elements (explicit zeros included)."""
+        if self._nnz is None:
+            self._nnz = int(self.offsets[-1])  # sync: pattern matrices count bits
+        return self._nnz
+
+    @property
+    def on_device(self) -> bool:
+        """True when the arrays are CuPy arrays on a GPU."""
+        return not isinstance(self.keys, np.ndarray)
+
+    @property
+    def has_canonical_format(self) -> bool:
+        """Always True: keys are unique and sorted, no bitmap is empty."""
+        return True
+
+    @property
+    def T(self) -> BitmapMatrix:
+        return self.transpose()
+
+    def _xp(self) -> Any:
+        return get_array_module(self.keys)
+
+    def __repr__(self) -> str:
+        where = "on the GPU" if self.on_device else "on the host"
+        return (f"<{self.shape[0]}x{self.shape[1]} BitmapMatrix of dtype {self.dtype.name} "
+                f"with {self.nnz} stored elements in {self.nblocks} {BLOCK}x{BLOCK} blocks, "
+                f"{where}>")
+
+    def memory_usage(self) -> dict[str, int]:
+        """Bytes held by each array, plus ``index`` and ``total``.
+
+        ``index`` counts keys, bitmaps and offsets; the paper's Table 1 counts
+        keys and bitmaps only (offsets can be recomputed by a scan), given as
+        ``index_paper``.
+        """
+        sizes = {"keys": self.keys.nbytes, "bitmaps": self.bitmaps.nbytes,
+                 "offsets": self.offsets.nbytes,
+                 "values": 0 if self.values is None else self.values.nbytes}
+        sizes["index"] = sizes["keys"] + sizes["bitmaps"] + sizes["offsets"]
+        sizes["index_paper"] = sizes["keys"] + sizes["bitmaps"]
+        sizes["total"] = sizes["index"] + sizes["values"]
+        return sizes
+
+    def check_format(self, full_check: bool = False) -> None:
+        """Check the invariants; the array scans run only with ``full_check``.
+
+        Raises
+        ------
+        ValueError
+            An invariant does not hold (the message names it).
+        """
+        xp = get_array_module(self.keys, self.bitmaps, self.offsets, self.values)
+        for name in ("keys", "bitmaps"):
+            arr = getattr(self, name)
+            if arr.dtype != np.uint64:
+                raise ValueError(f"{name} must be uint64, got {arr.dtype.name}")
+            if arr.ndim != 1:
+                raise ValueError(f"{name} must be 1-D, got {arr.ndim}-D")
+        if self.keys.shape != self.bitmaps.shape:
+            raise ValueError(f"keys and bitmaps must have the same length, got "
+                             f"{self.keys.shape[0]} and {self.bitmaps.shape[0]}")
+        if self.offsets.shape != (self.nblocks + 1,):
+            raise ValueError(f"offsets must have length nblocks + 1 = {self.nblocks + 1}, "
+                             f"got {self.offsets.shape[0]}")
+        if self.values is not None:
+            check_dtype(self.values.dtype, "values dtype")
+        if not full_check or self.nblocks == 0:
+            return
+        _check_blocks(xp, self)
+
+    # --- conversions -------------------------------------------------------
+
+    def get(self) -> BitmapMatrix:
+        """This matrix with NumPy arrays (a host copy; self when on the host)."""
+        if not self.on_device:
+            return self
+        values = None if self.values is None else self.values.get()
+        return BitmapMatrix._from_blocks(self.keys.get(), self.bitmaps.get(),
+                                         self.offsets.get(), values, self.shape, self.dtype,
+                                         self._nnz)
+
+    def to_device(self) -> BitmapMatrix:
+        """This matrix with CuPy arrays on the current GPU (self when already there)."""
+        if self.on_device:
+            return self
+        import cupy
+
+        values = None if self.values is None else cupy.asarray(self.values)
+        return BitmapMatrix._from_blocks(cupy.asarray(self.keys), cupy.asarray(self.bitmaps),
+                                         cupy.asarray(self.offsets), values, self.shape,
+                                         self.dtype, self._nnz)
+
+    def copy(self) -> BitmapMatrix:
+        values = None if self.values is None else self.values.copy()
+        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
+                                         self.offsets.copy(), values, self.shape, self.dtype,
+                                         self._nnz)
+
+    def astype(self, dtype: Any, copy: bool = True) -> BitmapMatrix:
+        """This matrix with values cast to ``dtype`` (bool keeps the pattern only)."""
+        dtype = check_dtype(dtype)
+        if dtype == self.dtype:
+            return self.copy() if copy else self
+        if dtype == np.bool_:
+            # like scipy, an explicit zero casts to a stored False; a pattern
+            # matrix cannot hold False, so drop those entries
+            return BitmapMatrix.from_coo(*self._coo_indices(), self.values != 0, self.shape)
+        xp = self._xp()
+        values = (xp.ones(self.nnz, dtype=dtype) if self.values is None
+                  else self.values.astype(dtype))
+        return BitmapMatrix._from_blocks(self.keys, self.bitmaps, self.offsets, values,
+                                         self.shape)
+
+    def _coo_indices(self) -> tuple[Any, Any]:
+        return convert.bitmap_to_coo(self.keys, self.bitmaps, self.offsets, self.nnz)
+
+    def _data(self) -> Any:
+        return self._xp().ones(self.nnz, dtype=bool) if self.values is None else self.values
+
+    def tocoo(self) -> Any:
+        """COO form in the same library: scipy ``coo_array`` or cupyx ``coo_matrix``."""
+        rows, cols = self._coo_indices()
+        if self.on_device:
+            import cupyx.scipy.sparse as csp
+
+            return csp.coo_matrix((self._data(), (rows, cols)), shape=self.shape)
+        import scipy.sparse as sp
+
+        return sp.coo_array((self._data(), (rows, cols)), shape=self.shape)
+
+    def tocsr(self) -> Any:
+        """CSR form in the same library: scipy ``csr_array`` or cupyx ``csr_matrix``.
+
+        Column indices come out sorted and without duplicates; no sort is
+        needed.
+        """
+        indptr, indices, data = convert.bitmap_to_csr(self.keys, self.bitmaps, self.offsets,
+                                                      self.values, self.shape, self.nnz)
+        if self.on_device:
+            import cupyx.scipy.sparse as csp
+
+            out = csp.csr_matrix((data, indices, indptr), shape=self.shape)
+        else:
+            import scipy.sparse as sp
+
+            out = sp.csr_array((data, indices, indptr), shape=self.shape)
+        out.has_sorted_indices = True
+        return out
+
+    def to_scipy(self) -> Any:
+        """scipy.sparse ``csr_array`` on the host (copies from the GPU if needed)."""
+        return self.get().tocsr()
+
+    def to_cupyx(self) -> Any:
+        """cupyx.scipy.sparse ``csr_matrix`` on the GPU (copies to it if needed)."""
+        return self.to_device().tocsr()
+
+    def toarray(self) -> Any:
+        """Dense 2-D array in the same library."""
+        xp = self._xp()
+        out = xp.zeros(self.shape, dtype=self.dtype)
+        rows, cols = self._coo_indices()
+        out[rows, cols] = self._data()
+        return out
+
+    def transpose(self) -> BitmapMatrix:
+        """The transpose, as a new BitmapMatrix."""
+        rows, cols = self._coo_indices()
+        return BitmapMatrix.from_coo(cols, rows, self.values, self.shape[::-1]) \
+            if self.values is not None else BitmapMatrix._pattern_from_coo(
+                cols, rows, self.shape[::-1])
+
+    @classmethod
+    def _pattern_from_coo(cls, rows: Any, cols: Any, shape: tuple[int, int]) -> BitmapMatrix:
+        keys, bitmaps, offsets, _ = convert.coo_to_bitmap(rows, cols, None, shape)
+        return cls._from_blocks(keys, bitmaps, offsets, None, shape)
+
+    # --- arithmetic --------------------------------------------------------
+
+    def __matmul__(self, other: Any) -> BitmapMatrix:
+        from .spgemm import spgemm
+
+        if isinstance(other, BitmapMatrix):
+            return spgemm(self, other)
+        if _is_scipy_sparse(other) or _is_cupyx_sparse(other):
+            return spgemm(self, BitmapMatrix(other))
+        return NotImplemented
+
+    def __rmatmul__(self, other: Any) -> BitmapMatrix:
+        from .spgemm import spgemm
+
+        if _is_scipy_sparse(other) or _is_cupyx_sparse(other):
+            return spgemm(BitmapMatrix(other), self)
+        return NotImplemented
+
+
+def _check_blocks(xp: Any, m: BitmapMatrix) -> None:
+    """The invariants that need a scan of the arrays (one sync on the GPU)."""
+    from ._format import block_cols_of, block_rows_of
+
+    nbr, nbc = nblocks_along(m.shape[0]), nblocks_along(m.shape[1])
+    keys = m.keys
+    rows, cols = block_rows_of(keys), block_cols_of(keys)
+    increasing = keys[1:] > keys[:-1]
+    row_ok = rows < nbr
+    col_ok = cols < nbc
+    nonempty = m.bitmaps != 0
+    counts = popcount(m.bitmaps)
+    # padding bits of the last block row and column must be zero
+    pad_rows = (rows == nbr - 1) * (nbr * BLOCK - m.shape[0])
+    pad_cols = (cols == nbc - 1) * (nbc * BLOCK - m.shape[1])
+    flags = [increasing.all(), row_ok.all(), col_ok.all(), nonempty.all(),
+             (m.offsets[1:] - m.offsets[:-1] == counts).all(), m.offsets[0] == 0,
+             _padding_clear(xp, m.bitmaps, pad_rows, pad_cols).all()]
+    if m.values is not None:
+        flags.append(m.offsets[-1] == m.values.shape[0])
+    ok = [bool(f) for f in xp.stack(flags).tolist()]  # sync: all checks in one read
+    messages = [
+        "keys must be strictly increasing",
+        f"key block row out of range for shape {m.shape}",
+        f"key block column out of range for shape {m.shape}",
+        "bitmaps must not be empty (0)",
+        "offsets must be the exclusive scan of popcount(bitmaps)",
+        "offsets[0] must be 0",
+        f"bitmaps have bits outside the shape {m.shape}",
+        "offsets[-1] must equal the number of values",
+    ]
+    for good, message in zip(ok, messages):
+        if not good:
+            raise ValueError(message)
+
+
+def _padding_clear(xp: Any, bitmaps: Any, pad_rows: Any, pad_cols: Any) -> Any:
+    """True where no bit lies in the padded rows or columns of a block."""
+    full = xp.uint64(0xFFFFFFFFFFFFFFFF)
+    # rows 8 - pad_rows .. 7 are the top bytes; columns 8 - pad_cols .. 7 the top bits of each byte
+    row_mask = xp.where(pad_rows > 0, full << (xp.uint64(64) - (pad_rows * 8).astype(xp.uint64)),
+                        xp.uint64(0))
+    col_byte = xp.where(pad_cols > 0, (xp.uint64(0xFF) << (xp.uint64(8) - pad_cols.astype(
+        xp.uint64))) & xp.uint64(0xFF), xp.uint64(0))
+    col_mask = col_byte * xp.uint64(0x0101010101010101)
+    return (bitmaps & (row_mask | col_mask)) == 0
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) or hasattr(x, "__cuda_array_interface__")
+
+
+def _is_scipy_sparse(a: Any) -> bool:
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return False
+    return sp.issparse(a)
+
+
+def _is_cupyx_sparse(a: Any) -> bool:
+    mod = type(a).__module__
+    if not mod.startswith("cupyx"):
+        return False
+    import cupyx.scipy.sparse as csp
+
+    return csp.issparse(a)
+
+

@@ -1,0 +1,113 @@
+"""Checks and error messages shared by the whole package.
+
+Every message starts lower-case, has no final period, names the argument,
+states the rule and shows what it got, so the same fault reads the same
+everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: value dtypes a BitmapMatrix can hold, in promotion order
+SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
+    np.dtype(t) for t in ("bool", "int32", "int64", "float32", "float64",
+                          "complex64", "complex128"))
+
+#: index arrays switch from int32 to int64 above this value; tests lower it
+INT32_LIMIT = np.iinfo(np.int32).max
+
+
+def get_index_dtype(maxval: int) -> np.dtype:
+    """int32 when every index fits below ``INT32_LIMIT``, else int64."""
+    return np.dtype(np.int32) if maxval <= INT32_LIMIT else np.dtype(np.int64)
+
+
+def supported_names() -> str:
+    return ", ".join(d.name for d in SUPPORTED_DTYPES)
+
+
+def check_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
+    """Return ``dtype`` as a NumPy dtype, or raise TypeError if unsupported."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"{what} {dtype!r} is not a dtype; supported: "
+                        f"{supported_names()}") from exc
+    if dt not in SUPPORTED_DTYPES:
+        raise TypeError(f"{what} {dt.name} is not supported; supported: "
+                        f"{supported_names()}")
+    return dt
+
+
+def upcast(*dtypes: Any) -> np.dtype:
+    """NumPy's promotion of ``dtypes``, checked against the supported ones."""
+    return check_dtype(np.result_type(*dtypes), "result dtype")
+
+
+def check_shape(shape: Any) -> tuple[int, int]:
+    """Return ``shape`` as a pair of non-negative Python ints."""
+    from ._format import MAX_DIM
+
+    try:
+        m, n = (int(operator_index(s)) for s in shape)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"shape must be a pair of integers, got {shape!r}") from exc
+    if m < 0 or n < 0:
+        raise ValueError(f"shape must be non-negative, got {(m, n)}")
+    if m > MAX_DIM or n > MAX_DIM:
+        raise ValueError(f"shape must be at most {MAX_DIM} along each axis "
+                         f"(block indices are 32-bit), got {(m, n)}")
+    return m, n
+
+
+def operator_index(x: Any) -> int:
+    import operator
+
+    if isinstance(x, (float, np.floating)):
+        raise TypeError(f"expected an integer, got {x!r}")
+    return operator.index(x)
+
+
+def matmul_mismatch(a_shape: tuple[int, int], b_shape: tuple[int, int]) -> ValueError:
+    """scipy's wording for a dimension mismatch in ``a @ b``."""
+    return ValueError(
+        f"matmul: dimension mismatch with signature (n,k={a_shape[1]}),"
+        f"(k={b_shape[0]},m)->(n,m) (got shapes {a_shape} and {b_shape})")
+
+
+def get_array_module(*arrays: Any) -> Any:
+    """numpy or cupy, whichever all non-None ``arrays`` belong to.
+
+    Raises TypeError for a mix: no copy between host and device happens
+    silently.
+    """
+    modules = {_module_of(a) for a in arrays if a is not None}
+    if len(modules) > 1:
+        raise TypeError("operands must all be on the host (NumPy) or all on the "
+                        "device (CuPy), got a mix; move one with .get() or "
+                        ".to_device()")
+    return modules.pop() if modules else np
+
+
+def _module_of(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return np
+    mod = type(a).__module__
+    if mod.startswith("cupy"):
+        import cupy
+
+        return cupy
+    raise TypeError(f"expected a NumPy or CuPy array, got {type(a).__name__}")
+
+
+def cupy_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any failure means "no usable device"
+        return False

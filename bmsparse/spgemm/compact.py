@@ -1,0 +1,78 @@
+"""Stage 4 of SpGEMM: remove output entries that cancelled to exactly zero.
+
+scipy drops exact zeros from a product (``-0.0`` too; NaN stays); so does
+bmsparse unless asked to keep them. Blocks left empty are removed.
+See ``compact.cu``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _kernels
+from .._format import popcount, set_bits
+from .._primitives import exclusive_scan
+from .._sputils import get_array_module
+
+_KERNELS = "spgemm/compact.cu"
+_kernels.register(_KERNELS, {"bmsparse_compact_values": ("T",)})
+
+
+def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
+            c_nonzero: Any) -> tuple[Any, Any, Any, Any]:
+    """Keep only the entries whose bit is set in ``c_nonzero``.
+
+    Parameters
+    ----------
+    c_keys, c_bitmaps : uint64 [c_nblocks]
+    c_offsets : int64 [c_nblocks + 1]
+    c_values : T [nnz]
+    c_nonzero : uint64 [c_nblocks]
+        Subset of ``c_bitmaps``: the entries to keep.
+
+    Returns
+    -------
+    keys, bitmaps, offsets, values
+        The compacted blocks, in the same order; the inputs themselves when
+        nothing is dropped.
+
+    Notes
+    -----
+    On the GPU it syncs once to learn whether anything is dropped, and once
+    more to size the result when something is.
+    """
+    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
+    changed = c_nonzero != c_bitmaps
+    if not bool(changed.any()):  # sync: most products drop nothing
+        return c_keys, c_bitmaps, c_offsets, c_values
+    counts = popcount(c_nonzero)
+    new_offsets = exclusive_scan(xp, counts)
+    new_nnz = int(new_offsets[-1])  # sync: size of the result
+    if xp is np:
+        values = _compact_numpy(c_bitmaps, c_nonzero, c_values)
+    else:
+        values = _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values,
+                               new_nnz)
+    keep = c_nonzero != 0
+    offsets = xp.concatenate([new_offsets[:-1][keep], new_offsets[-1:]])
+    return c_keys[keep], c_nonzero[keep], offsets, values
+
+
+def _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values, new_nnz):
+    import cupy
+
+    new_values = cupy.empty(new_nnz, dtype=c_values.dtype)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_values", T=c_values.dtype)
+    c_nblocks = c_bitmaps.shape[0]
+    _kernels.launch(kernel, c_nblocks, (c_bitmaps, c_nonzero, c_offsets, new_offsets,
+                                        c_values, c_nblocks, new_values))
+    return new_values
+
+
+def _compact_numpy(c_bitmaps: np.ndarray, c_nonzero: np.ndarray,
+                   c_values: np.ndarray) -> np.ndarray:
+    owner, bit = set_bits(c_bitmaps)
+    kept = (c_nonzero[owner] >> bit.astype(np.uint64)) & np.uint64(1)
+    return c_values[kept.astype(bool)]

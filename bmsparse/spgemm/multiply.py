@@ -1,0 +1,99 @@
+"""Stage 3 of SpGEMM: the values of every output block.
+
+With the exact output bitmaps from the count stage, every output entry is
+computed by one pass over the pairs of its block and written straight to its
+final place. See ``multiply.cu`` for the summation order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _kernels
+from .._format import BLOCK_SHIFT, popcount, set_bits, value_index
+from .._sputils import get_array_module
+
+_KERNELS = "spgemm/multiply.cu"
+_kernels.register(_KERNELS, {"bmsparse_multiply_values": ("T",)})
+
+
+def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
+             b_bitmaps: Any, b_offsets: Any, b_values: Any,
+             task_a: Any, task_b: Any, c_ptr: Any,
+             c_bitmaps: Any, c_offsets: Any, nnz: int) -> tuple[Any, Any]:
+    """Values of the output blocks and which of them are non-zero.
+
+    Parameters
+    ----------
+    a_bitmaps, a_offsets, a_values : uint64 [a_nblocks], int64 [a_nblocks + 1], T [a_nnz]
+    b_bitmaps, b_offsets, b_values : likewise for B (same dtype T)
+    task_a, task_b : int64 [ntasks]
+    c_ptr : int64 [c_nblocks + 1]
+    c_bitmaps : uint64 [c_nblocks]
+    c_offsets : int64 [c_nblocks + 1]
+    nnz : int
+        ``c_offsets[-1]``, already on the host.
+
+    Returns
+    -------
+    c_values : T [nnz]
+    c_nonzero : uint64 [c_nblocks]
+        The bits of ``c_bitmaps`` whose value is not exactly zero.
+    """
+    xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, task_a, c_bitmaps)
+    if xp is np:
+        return _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
+                               b_values, task_a, task_b, c_ptr, c_bitmaps, c_offsets, nnz)
+    return _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
+                          task_a, task_b, c_ptr, c_bitmaps, c_offsets, nnz)
+
+
+def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
+                   task_a, task_b, c_ptr, c_bitmaps, c_offsets, nnz):
+    import cupy
+
+    c_nblocks = c_bitmaps.shape[0]
+    c_values = cupy.empty(nnz, dtype=a_values.dtype)
+    c_nonzero = cupy.empty(c_nblocks, dtype=cupy.uint64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype)
+    _kernels.launch(kernel, c_nblocks, (
+        a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
+        task_a, task_b, c_ptr, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero))
+    return c_values, c_nonzero
+
+
+def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
+                    task_a, task_b, c_ptr, c_bitmaps, c_offsets, nnz):
+    # Enumerate every product term (task p, A entry (r, t), B entry (t, c))
+    # in the kernel's order: by task, then A bit, then B bit.
+    c_of_task = np.repeat(np.arange(c_ptr.shape[0] - 1, dtype=np.int64), np.diff(c_ptr))
+    a_bm = a_bitmaps[task_a]
+    term_task, a_bit = set_bits(a_bm)
+    r, t = a_bit >> BLOCK_SHIFT, a_bit & 7
+    b_of_term = task_b[term_task]
+    b_bm = b_bitmaps[b_of_term]
+    b_row = (b_bm >> (t << BLOCK_SHIFT).astype(np.uint64)) & np.uint64(0xFF)
+    # expand each A entry by the B entries in row t of its paired block
+    term_a, c_col = set_bits(b_row)
+    term_task, r, t = term_task[term_a], r[term_a], t[term_a]
+    ia, ib = task_a[term_task], task_b[term_task]
+    a_pos = a_offsets[ia] + value_index(a_bitmaps[ia], (r << BLOCK_SHIFT) | t)
+    b_pos = b_offsets[ib] + value_index(b_bitmaps[ib], (t << BLOCK_SHIFT) | c_col)
+    q = c_of_task[term_task]
+    c_pos = c_offsets[q] + value_index(c_bitmaps[q], (r << BLOCK_SHIFT) | c_col)
+    # add.at accumulates in array order, which is the kernel's (task, t) order
+    c_values = np.zeros(nnz, dtype=a_values.dtype)
+    np.add.at(c_values, c_pos, a_values[a_pos] * b_values[b_pos])
+    c_nonzero = _nonzero_bits(c_bitmaps, c_offsets, c_values)
+    return c_values, c_nonzero
+
+
+def _nonzero_bits(c_bitmaps: np.ndarray, c_offsets: np.ndarray,
+                  c_values: np.ndarray) -> np.ndarray:
+    owner, bit = set_bits(c_bitmaps)
+    keep = c_values != 0
+    out = np.zeros(c_bitmaps.shape[0], dtype=np.uint64)
+    np.bitwise_or.at(out, owner[keep], np.uint64(1) << bit[keep].astype(np.uint64))
+    return out

@@ -1,0 +1,50 @@
+"""Test helpers: random and structured matrices, comparison against scipy."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from bmsparse import BitmapMatrix
+
+RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.complex64): 1e-4}
+
+
+def random_csr(m: int, n: int, density: float, seed: int, dtype=np.float64) -> sp.csr_array:
+    """Random m x n CSR with values away from zero (no accidental cancellation)."""
+    rng = np.random.default_rng(seed)
+    a = sp.random_array((m, n), density=density, format="csr", rng=rng, dtype=np.float64)
+    a.data = rng.uniform(0.5, 1.5, a.nnz) * rng.choice([-1.0, 1.0], a.nnz)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * a
+    elif np.dtype(dtype).kind in "iu":
+        a.data = np.round(a.data * 3)
+    return sp.csr_array(a.astype(dtype))
+
+
+def to_device(a: BitmapMatrix, xp) -> BitmapMatrix:
+    return a if xp is np else a.to_device()
+
+
+def assert_same_csr(got: sp.csr_array, want, rtol: float | None = None) -> None:
+    """Exact structure and values within dtype tolerance; explicit zeros count."""
+    want = sp.csr_array(want)
+    want.sum_duplicates()
+    want.sort_indices()
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    if got.dtype == np.bool_ or got.dtype.kind in "iu":
+        np.testing.assert_array_equal(got.data, want.data)
+    else:
+        tol = rtol if rtol is not None else RTOL.get(got.dtype, 1e-12)
+        scale = np.abs(want.data).max() if want.nnz else 1.0
+        np.testing.assert_allclose(got.data, want.data, rtol=tol, atol=tol * scale)
+
+
+def scipy_product(a, b) -> sp.csr_array:
+    """scipy's a @ b in canonical form (scipy drops exact zeros)."""
+    c = sp.csr_array(a @ b)
+    c.sum_duplicates()
+    c.sort_indices()
+    return c

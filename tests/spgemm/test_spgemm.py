@@ -1,0 +1,186 @@
+"""End-to-end SpGEMM against scipy.sparse, on the host and on the GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import bmsparse
+from bmsparse import BitmapMatrix, spgemm
+from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
+
+
+def run(a_csr, b_csr, xp, **kw):
+    a = to_device(BitmapMatrix(a_csr), xp)
+    b = to_device(BitmapMatrix(b_csr), xp)
+    c = spgemm(a, b, **kw)
+    assert c.on_device == (xp is not np)
+    return c.to_scipy()
+
+
+@pytest.mark.parametrize("m,k,n,density", [
+    (1, 1, 1, 1.0),
+    (7, 9, 5, 0.5),
+    (8, 8, 8, 1.0),          # one full block: bit 63 set everywhere
+    (16, 16, 16, 0.3),
+    (50, 37, 61, 0.2),
+    (1, 40, 1, 0.5),         # single row times single column
+    (1, 100, 100, 0.1),      # single row
+    (100, 1, 100, 0.5),      # outer product
+    (200, 300, 150, 0.02),
+    (513, 257, 129, 0.01),
+    (1000, 1000, 1000, 0.003),
+])
+def test_random_shapes(m, k, n, density, xp):
+    a = random_csr(m, k, density, seed=m + k)
+    b = random_csr(k, n, density, seed=n + 7)
+    assert_same_csr(run(a, b, xp), scipy_product(a, b))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64",
+                                   "complex64", "complex128"])
+def test_dtypes(dtype, xp):
+    a = random_csr(70, 90, 0.1, seed=1, dtype=dtype)
+    b = random_csr(90, 60, 0.1, seed=2, dtype=dtype)
+    got = run(a, b, xp)
+    assert got.dtype == np.dtype(dtype)
+    assert_same_csr(got, scipy_product(a, b))
+
+
+@pytest.mark.parametrize("da,db", [("float32", "float64"), ("int32", "float32"),
+                                   ("int64", "complex64"), ("bool", "float32")])
+def test_mixed_dtypes_promote_like_numpy(da, db, xp):
+    a = random_csr(40, 30, 0.2, seed=3).astype(da)
+    b = random_csr(30, 20, 0.2, seed=4).astype(db)
+    got = run(a, b, xp)
+    assert got.dtype == np.result_type(da, db)
+    assert_same_csr(got, scipy_product(a.astype(got.dtype), b.astype(got.dtype)))
+
+
+def test_boolean_product(xp):
+    a = random_csr(90, 70, 0.05, seed=5).astype(bool)
+    b = random_csr(70, 80, 0.05, seed=6).astype(bool)
+    got = run(a, b, xp)
+    assert got.dtype == np.bool_
+    assert_same_csr(got, scipy_product(a, b))
+
+
+def test_chain_of_rectangular_products(xp):
+    mats = [random_csr(m, n, 0.05, seed=m * n) for m, n in
+            [(30, 100), (100, 17), (17, 250), (250, 9)]]
+    want = mats[0] @ mats[1] @ mats[2] @ mats[3]
+    got = to_device(BitmapMatrix(mats[0]), xp)
+    for m in mats[1:]:
+        got = got @ to_device(BitmapMatrix(m), xp)
+    assert_same_csr(got.to_scipy(), scipy_product(want, sp.eye_array(9)))
+
+
+def banded(n, bandwidth, seed):
+    rng = np.random.default_rng(seed)
+    diags = [rng.uniform(0.5, 1.5, n - abs(d)) for d in range(-bandwidth, bandwidth + 1)]
+    return sp.csr_array(sp.diags_array(diags, offsets=list(range(-bandwidth, bandwidth + 1))))
+
+
+def block_diagonal(nblocks, size, seed):
+    rng = np.random.default_rng(seed)
+    return sp.csr_array(sp.block_diag([rng.uniform(0.5, 1.5, (size, size))
+                                       for _ in range(nblocks)]))
+
+
+def power_law(n, seed):
+    rng = np.random.default_rng(seed)
+    degrees = np.minimum((rng.pareto(1.5, n) + 1).astype(np.int64), n)
+    rows = np.repeat(np.arange(n), degrees)
+    cols = (rng.zipf(1.8, rows.size) - 1) % n
+    return sp.csr_array((rng.uniform(0.5, 1.5, rows.size), (rows, cols)), shape=(n, n))
+
+
+@pytest.mark.parametrize("name,a", [
+    ("banded-3", banded(301, 3, 1)),
+    ("banded-20", banded(157, 20, 2)),
+    ("block-diagonal-8", block_diagonal(20, 8, 3)),
+    ("block-diagonal-5", block_diagonal(31, 5, 4)),
+    ("power-law", power_law(2000, 5)),
+    ("empty-rows-and-cols", sp.csr_array(sp.random_array((120, 120), density=0.05, rng=6)
+                                         .multiply(np.arange(120) % 3 == 0))),
+])
+def test_structured(name, a, xp):
+    assert_same_csr(run(a, a, xp), scipy_product(a, a))
+
+
+@pytest.mark.parametrize("m,k,n", [(0, 0, 0), (0, 5, 3), (4, 0, 6), (5, 3, 0), (9, 9, 9)])
+def test_empty_operands(m, k, n, xp):
+    a = sp.csr_array((m, k))
+    b = random_csr(k, n, 0.5, seed=1) if k and n else sp.csr_array((k, n))
+    got = run(a, b, xp)
+    assert got.shape == (m, n) and got.nnz == 0
+
+
+def test_all_zero_result_from_cancellation(xp):
+    a = sp.csr_array(np.array([[1.0, 1.0]]))
+    b = sp.csr_array(np.array([[1.0], [-1.0]]))
+    c = run(a, b, xp)
+    assert c.shape == (1, 1) and c.nnz == 0
+
+
+def test_partial_cancellation_is_compacted(xp):
+    a = random_csr(24, 24, 0.3, seed=9)
+    dense = a.toarray()
+    dense[:, 5] = -dense[:, 4]   # A @ [e4 + e5] cancels column 4 + 5 contributions
+    b = np.zeros((24, 24))
+    b[4, 3] = b[5, 3] = 1.0
+    b[4, 10] = 2.0
+    a, b = sp.csr_array(dense), sp.csr_array(b)
+    got = run(a, b, xp)
+    assert_same_csr(got, scipy_product(a, b))
+    kept = run(a, b, xp, keep_zeros=True)
+    assert kept.nnz > got.nnz
+
+
+def test_matmul_operator_and_scipy_operands(xp):
+    a = random_csr(30, 40, 0.1, seed=1)
+    b = random_csr(40, 20, 0.1, seed=2)
+    ab = to_device(BitmapMatrix(a), xp)
+    assert_same_csr((ab @ to_device(BitmapMatrix(b), xp)).to_scipy(), scipy_product(a, b))
+
+
+def test_shape_mismatch_names_both_shapes():
+    a = BitmapMatrix(random_csr(3, 5, 0.5, seed=1))
+    b = BitmapMatrix(random_csr(4, 2, 0.5, seed=2))
+    with pytest.raises(ValueError, match=r"k=5\),\(k=4.*\(3, 5\) and \(4, 2\)"):
+        a @ b
+
+
+@pytest.mark.gpu
+def test_host_and_device_operands_do_not_mix():
+    a = BitmapMatrix(random_csr(8, 8, 0.5, seed=1))
+    with pytest.raises(TypeError, match="all on the host .* or all on the device"):
+        spgemm(a, a.to_device())
+
+
+def test_timings_cover_every_stage(xp):
+    a = to_device(BitmapMatrix(random_csr(64, 64, 0.1, seed=1)), xp)
+    timings = {}
+    spgemm(a, a, timings=timings)
+    assert list(timings) == list(bmsparse.STAGES)
+    assert all(t >= 0 for t in timings.values())
+
+
+@pytest.mark.parametrize("bits", [20, 8])
+def test_argsort_fallback_when_packed_key_does_not_fit(bits, xp, monkeypatch):
+    from bmsparse.spgemm import tasks
+
+    monkeypatch.setattr(tasks, "PACKED_SORT_BITS", bits)
+    a = random_csr(200, 200, 0.05, seed=11)
+    assert_same_csr(run(a, a, xp), scipy_product(a, a))
+
+
+def test_deterministic_bits(xp):
+    a = to_device(BitmapMatrix(power_law(3000, 1)), xp)
+    first = spgemm(a, a)
+    for _ in range(3):
+        again = spgemm(a, a)
+        assert xp.array_equal(first.keys, again.keys)
+        assert xp.array_equal(first.bitmaps, again.bitmaps)
+        assert xp.array_equal(first.values.view(xp.uint64), again.values.view(xp.uint64))

@@ -17,10 +17,7 @@ import numpy as np
 from .._format import nblocks_along
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module, matmul_mismatch, upcast
-from .compact import compact
-from .count import count
-from .multiply import multiply
-from .tasks import tasks
+from . import compact, count, multiply, tasks
 
 #: names of the timed stages, in order
 STAGES = ("tasks", "count", "multiply", "compact")
@@ -71,10 +68,11 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
     shape = (a.shape[0], b.shape[1])
     clock = _StageClock(xp, timings)
 
-    task_list = tasks(a.keys, b.keys, nblocks_along(a.shape[0]), nblocks_along(b.shape[1]))
+    task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
+                            nblocks_along(b.shape[1]))
     clock.lap("tasks")
-    c_bitmaps, c_offsets = count(a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b,
-                                 task_list.c_ptr)
+    c_bitmaps, c_offsets = count.count(a.bitmaps, b.bitmaps, task_list.task_a,
+                                       task_list.task_b, task_list.c_ptr)
     clock.lap("count")
     c_keys = task_list.c_keys
     if dtype == np.bool_:
@@ -83,13 +81,14 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
         clock.finish()
         return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape)
     nnz = int(c_offsets[-1])  # sync: size of the values
-    c_values, c_nonzero = multiply(a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets,
-                                   b.values, task_list.task_a, task_list.task_b,
-                                   task_list.c_ptr, c_bitmaps, c_offsets, nnz)
+    c_values, c_nonzero = multiply.multiply(a.bitmaps, a.offsets, a.values, b.bitmaps,
+                                            b.offsets, b.values, task_list.task_a,
+                                            task_list.task_b, task_list.c_ptr, c_bitmaps,
+                                            c_offsets, nnz)
     clock.lap("multiply")
     if not keep_zeros:
-        c_keys, c_bitmaps, c_offsets, c_values = compact(c_keys, c_bitmaps, c_offsets,
-                                                         c_values, c_nonzero)
+        c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
+            c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)

@@ -22,8 +22,12 @@
 //   T         c_values[c_nnz]        - out: values of C
 //   u64       c_nonzero[c_nblocks]   - out: the bits of c_bitmaps whose value is not exactly zero
 //
-// Launch: one thread per output block, 1-D grid.
-// Work: O(multiplies). Deterministic: fixed summation order, no atomics.
+// Launch: 8 threads per output block (one per block row r; the 8 are
+// consecutive lanes of one warp), 1-D grid of 8 * c_nblocks threads. Row r of
+// an output block accumulates in 8 registers (one per column) while it walks
+// the pairs, then writes its values, which are contiguous in c_values.
+// Work: O(ntasks * 8 + multiplies * 8 / density of B's rows).
+// Deterministic: fixed summation order, no atomics.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
 
@@ -38,30 +42,50 @@ __global__ void bmsparse_multiply_values(
     const long long* __restrict__ c_offsets, long long c_nblocks,
     T* __restrict__ c_values, u64* __restrict__ c_nonzero)
 {
-    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (q >= c_nblocks) return;
-    const long long first = c_ptr[q], last = c_ptr[q + 1];
-    long long out = c_offsets[q];
-    u64 nonzero = 0;
-    for (u64 rest = c_bitmaps[q]; rest; rest &= rest - 1ull) {
-        const int bit = __ffsll((long long)rest) - 1;
-        const int r = bit >> 3, c = bit & 7;
-        T acc = T(0);
-        for (long long p = first; p < last; ++p) {
-            const long long ia = task_a[p], ib = task_b[p];
-            const u64 a_bm = a_bitmaps[ia], b_bm = b_bitmaps[ib];
-            unsigned int inner = row_bits(a_bm, r) & col_bits(b_bm, c);
-            if (!inner) continue;
-            const T* a_row = a_values + a_offsets[ia];
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long q = tid >> 3;
+    if (q >= c_nblocks) return;  // the 8 threads of a block leave together
+    const int r = (int)(tid & 7);
+    const unsigned int group = 0xffu << (threadIdx.x & 24u);
+    const u64 c_bm = c_bitmaps[q];
+    const unsigned int c_row = row_bits(c_bm, r);
+    T acc[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) acc[c] = T(0);
+    if (c_row) {
+        for (long long p = c_ptr[q]; p < c_ptr[q + 1]; ++p) {
+            const long long ia = task_a[p];
+            const u64 a_bm = a_bitmaps[ia];
+            unsigned int a_row = row_bits(a_bm, r);
+            if (!a_row) continue;
+            const long long ib = task_b[p];
+            const u64 b_bm = b_bitmaps[ib];
+            const T* a_val = a_values + a_offsets[ia] + value_index(a_bm, bit_of(r, 0));
             const T* b_blk = b_values + b_offsets[ib];
-            while (inner) {
-                const int t = __ffs(inner) - 1;
-                inner &= inner - 1u;
-                acc += a_row[value_index(a_bm, bit_of(r, t))] * b_blk[value_index(b_bm, bit_of(t, c))];
+            while (a_row) {
+                const int t = __ffs(a_row) - 1;
+                a_row &= a_row - 1u;
+                const T av = *a_val++;
+                const unsigned int b_row = row_bits(b_bm, t);
+                const T* b_val = b_blk + value_index(b_bm, bit_of(t, 0));
+#pragma unroll
+                for (int c = 0; c < 8; ++c) {
+                    if ((b_row >> c) & 1u) acc[c] += av * *b_val++;
+                }
             }
         }
-        if (!is_zero(acc)) nonzero |= 1ull << bit;
-        c_values[out++] = acc;
     }
-    c_nonzero[q] = nonzero;
+    T* out = c_values + c_offsets[q] + value_index(c_bm, bit_of(r, 0));
+    unsigned int nonzero = 0;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+        if ((c_row >> c) & 1u) {
+            *out++ = acc[c];
+            if (!is_zero(acc[c])) nonzero |= 1u << c;
+        }
+    }
+    u64 block_nonzero = (u64)nonzero << (r << 3);
+#pragma unroll
+    for (int s = 1; s < 8; s <<= 1) block_nonzero |= __shfl_xor_sync(group, block_nonzero, s);
+    if (r == 0) c_nonzero[q] = block_nonzero;
 }

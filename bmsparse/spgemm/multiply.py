@@ -58,7 +58,7 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
     c_values = cupy.empty(nnz, dtype=a_values.dtype)
     c_nonzero = cupy.empty(c_nblocks, dtype=cupy.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype)
-    _kernels.launch(kernel, c_nblocks, (
+    _kernels.launch(kernel, 8 * c_nblocks, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
         task_a, task_b, c_ptr, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero))
     return c_values, c_nonzero

@@ -1,17 +1,24 @@
 """Stage 1 of SpGEMM: the task list.
 
 Pairs every block A(i, j) with every block B(j, k) and groups the pairs by
-output key (i, k). Only block keys are read, never bitmaps or values. Built
-from data-parallel primitives (searchsorted, cumsum, sort), as in the paper:
+output key (i, k). Only block keys are read, never bitmaps or values. The
+steps are the paper's data-parallel primitives; on the GPU each is one fused
+kernel of ``tasks.cu`` (and CuPy's sort), on the host NumPy:
 
-1. for each A block, the range ``[lo, hi)`` of B blocks in B's block row j
-   (two searches of B's keys, so no array scales with the matrix shape);
-2. expand: task ``t`` pairs A block ``task_a[t]`` with B block ``task_b[t]``;
-3. sort the tasks by output key, ties in task order. A's keys are sorted, so
-   within one output block the pairs come in ascending j: this fixes the
+1. ranges: for each A block, the run ``[lo, lo + count)`` of B blocks in B's
+   block row j (binary searches of B's keys: nothing scales with the shape);
+2. expand: a scan of the counts numbers the tasks; task ``t`` pairs A block
+   ``a`` with B block ``lo[a] + t - start[a]`` and gets the sort code
+   ``i << (col_bits + task_bits) | k << task_bits | t``;
+3. sort the codes (keys only). Ties are broken by task number and A's keys
+   are sorted, so an output block's pairs come in ascending j: this fixes the
    summation order of every output entry;
-4. reduce by key: the unique output keys ``c_keys`` and the boundaries
-   ``c_ptr`` of each output block's run of tasks.
+4. unpack: each sorted code gives back its A and B block, and whether it
+   starts a new output block;
+5. heads: a scan of the starts gives ``c_ptr`` and ``c_keys``.
+
+When the three fields do not fit in 64 bits, step 3 is a stable argsort of
+the full output keys instead (``col_bits = 32``, ``task_bits = 0``).
 """
 
 from __future__ import annotations
@@ -20,12 +27,20 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._format import COL_MASK, KEY_SHIFT, ROW_MASK
-from .._primitives import run_starts, stable_argsort
+from .. import _kernels
+from .._format import COL_MASK, KEY_SHIFT
+from .._primitives import stable_argsort
 from .._sputils import get_array_module
 
+_KERNELS = "spgemm/tasks.cu"
+_kernels.register(_KERNELS, {
+    "bmsparse_tasks_ranges": (),
+    "bmsparse_tasks_expand": (),
+    "bmsparse_tasks_unpack": (),
+    "bmsparse_tasks_heads": (),
+})
 
-#: width of the packed sort key; tests lower it to reach the argsort path
+#: width of the packed sort code; tests lower it to reach the argsort path
 PACKED_SORT_BITS = 64
 
 
@@ -33,7 +48,7 @@ class TaskList(NamedTuple):
     """Tasks grouped by output block.
 
     task_a, task_b : int64 [ntasks] - A and B block of each task, sorted by
-        output key (stable)
+        output key, ties in task order
     c_keys : uint64 [c_nblocks] - output block keys, strictly increasing
     c_ptr : int64 [c_nblocks + 1] - tasks of output block q are
         ``task_a[c_ptr[q]:c_ptr[q + 1]]``
@@ -57,8 +72,7 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int) -> TaskList:
     a_keys, b_keys : uint64 [a_nblocks], [b_nblocks]
         Strictly increasing block keys of A and B.
     row_bound, col_bound : int
-        Number of block rows of A and of block columns of B (every block row
-        of A and block column of B is below them).
+        Number of block rows of A and of block columns of B.
 
     Returns
     -------
@@ -66,62 +80,103 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int) -> TaskList:
 
     Notes
     -----
-    O(ntasks log ntasks) work; peak memory about 40 bytes per task. On the
+    O(ntasks log ntasks) work; peak memory about 48 bytes per task. On the
     GPU it syncs twice (to size the task list and the output).
     """
     xp = get_array_module(a_keys, b_keys)
-    lo, counts = _b_row_ranges(xp, a_keys, b_keys)
-    task_a, task_b = _expand(xp, lo, counts)
-    c_full = (a_keys[task_a] & xp.uint64(ROW_MASK)) | (b_keys[task_b] & xp.uint64(COL_MASK))
-    order = _sort_order(xp, c_full, row_bound, col_bound)
-    task_a = task_a[order]
-    task_b = task_b[order]
-    c_full = c_full[order]
-    c_ptr = run_starts(xp, (c_full,))
-    c_keys = c_full[c_ptr[:-1]]
+    lo, counts = ranges(a_keys, b_keys)
+    ends = xp.cumsum(counts)
+    ntasks = int(ends[-1]) if ends.size else 0  # sync: size of the task list
+    col_bits = max((col_bound - 1).bit_length(), 1)
+    task_bits = max((ntasks - 1).bit_length(), 1)
+    if max((row_bound - 1).bit_length(), 1) + col_bits + task_bits <= PACKED_SORT_BITS:
+        codes = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
+        sorted_codes, order = xp.sort(codes), None
+    else:
+        col_bits, task_bits = KEY_SHIFT, 0
+        full = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
+        order = stable_argsort(xp, full)
+        sorted_codes = full[order]
+    task_a, task_b, heads = unpack(sorted_codes, order, task_bits, ends, lo, counts)
+    rank = xp.cumsum(heads)
+    c_nblocks = int(rank[-1]) if ntasks else 0  # sync: number of output blocks
+    c_ptr, c_keys = run_heads(sorted_codes, heads, rank, c_nblocks, col_bits, task_bits)
     return TaskList(task_a, task_b, c_keys, c_ptr)
 
 
-def _b_row_ranges(xp: Any, a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
-    """First B block of block row j and their count, for each A block (i, j)."""
-    j = (a_keys & xp.uint64(COL_MASK)) << xp.uint64(KEY_SHIFT)
-    lo = xp.searchsorted(b_keys, j, side="left")
-    # (j + 1) << 32 would overflow for j = 2**32 - 1; the last key of row j is
-    # j << 32 | 0xFFFFFFFF instead
-    hi = xp.searchsorted(b_keys, j | xp.uint64(COL_MASK), side="right")
-    return lo.astype(xp.int64, copy=False), (hi - lo).astype(xp.int64, copy=False)
+def ranges(a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
+    """First B block of block row j and their count (int64), for each A block (i, j)."""
+    xp = get_array_module(a_keys, b_keys)
+    if xp is np:
+        j = (a_keys & np.uint64(COL_MASK)) << np.uint64(KEY_SHIFT)
+        lo = np.searchsorted(b_keys, j, side="left")
+        hi = np.searchsorted(b_keys, j | np.uint64(COL_MASK), side="right")
+        return lo.astype(np.int64), (hi - lo).astype(np.int64)
+    n = a_keys.shape[0]
+    lo = xp.empty(n, dtype=xp.int64)
+    counts = xp.empty(n, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_ranges")
+    _kernels.launch(kernel, n, (a_keys, n, b_keys, b_keys.shape[0], lo, counts))
+    return lo, counts
 
 
-def _expand(xp: Any, lo: Any, counts: Any) -> tuple[Any, Any]:
-    """task_a repeats A block a ``counts[a]`` times; task_b walks its B row."""
-    ends = xp.cumsum(counts)
-    ntasks = int(ends[-1]) if ends.size else 0  # sync: size of the task list
-    t = xp.arange(ntasks, dtype=xp.int64)
-    task_a = xp.searchsorted(ends, t, side="right").astype(xp.int64, copy=False)
-    task_b = lo[task_a] + (t - (ends[task_a] - counts[task_a]))
-    return task_a, task_b
+def expand(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, ntasks: int,
+           col_bits: int, task_bits: int) -> Any:
+    """Sort code (uint64 [ntasks]) of every task."""
+    xp = get_array_module(ends, lo, counts, a_keys, b_keys)
+    if xp is np:
+        t = np.arange(ntasks, dtype=np.int64)
+        a = np.searchsorted(ends, t, side="right")
+        b = lo[a] + t - (ends[a] - counts[a])
+        i = a_keys[a] >> np.uint64(KEY_SHIFT)
+        k = b_keys[b] & np.uint64(COL_MASK)
+        codes = (i << np.uint64(col_bits + task_bits)) | (k << np.uint64(task_bits))
+        return codes | t.astype(np.uint64) if task_bits else codes
+    codes = xp.empty(ntasks, dtype=xp.uint64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_expand")
+    _kernels.launch(kernel, ntasks, (ends, lo, counts, a_keys, a_keys.shape[0], b_keys,
+                                     ntasks, col_bits, task_bits, codes))
+    return codes
 
 
-def _sort_order(xp: Any, c_full: Any, row_bound: int, col_bound: int) -> Any:
-    """Stable sorting permutation of the output keys.
+def unpack(sorted_codes: Any, order: Any, task_bits: int, ends: Any, lo: Any,
+           counts: Any) -> tuple[Any, Any, Any]:
+    """A block, B block and run-start flag (int64 [ntasks] each) of the sorted tasks."""
+    xp = get_array_module(sorted_codes, order, ends, lo, counts)
+    n = sorted_codes.shape[0]
+    if xp is np:
+        t = order if order is not None else (
+            sorted_codes & np.uint64((1 << task_bits) - 1)).astype(np.int64)
+        a = np.searchsorted(ends, t, side="right").astype(np.int64)
+        b = lo[a] + t - (ends[a] - counts[a])
+        keys = sorted_codes >> np.uint64(task_bits)
+        heads = np.ones(n, dtype=np.int64)
+        heads[1:] = keys[1:] != keys[:-1]
+        return a, b, heads
+    task_a = xp.empty(n, dtype=xp.int64)
+    task_b = xp.empty(n, dtype=xp.int64)
+    heads = xp.empty(n, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_unpack")
+    _kernels.launch(kernel, n, (sorted_codes, order if order is not None else np.uint64(0),
+                                n, task_bits, ends, ends.shape[0], lo, counts, task_a,
+                                task_b, heads))
+    return task_a, task_b, heads
 
-    When block row, block column and task number fit together in 64 bits,
-    they are packed into one uint64 and sorted without payload (a keys-only
-    radix sort is the cheapest sort CuPy offers); otherwise a stable argsort.
-    """
-    n = c_full.shape[0]
-    if n == 0:
-        return xp.zeros(0, dtype=xp.int64)
-    row_bits = max((row_bound - 1).bit_length(), 1)
-    col_bits = max((col_bound - 1).bit_length(), 1)
-    task_bits = max((n - 1).bit_length(), 1)
-    if row_bits + col_bits + task_bits > PACKED_SORT_BITS:
-        return stable_argsort(xp, c_full)
-    rows = c_full >> xp.uint64(KEY_SHIFT)
-    cols = c_full & xp.uint64(COL_MASK)
-    packed = (rows << xp.uint64(col_bits + task_bits)) | (cols << xp.uint64(task_bits)) | \
-        xp.arange(n, dtype=xp.uint64)
-    packed = xp.sort(packed)
-    return (packed & xp.uint64((1 << task_bits) - 1)).astype(xp.int64)
 
-
+def run_heads(sorted_codes: Any, heads: Any, rank: Any, c_nblocks: int, col_bits: int,
+              task_bits: int) -> tuple[Any, Any]:
+    """``c_ptr`` (int64 [c_nblocks + 1]) and ``c_keys`` (uint64 [c_nblocks])."""
+    xp = get_array_module(sorted_codes, heads, rank)
+    n = sorted_codes.shape[0]
+    if xp is np:
+        starts = np.flatnonzero(heads)
+        keys = sorted_codes[starts] >> np.uint64(task_bits)
+        c_keys = ((keys >> np.uint64(col_bits)) << np.uint64(KEY_SHIFT)) | (
+            keys & np.uint64((1 << col_bits) - 1))
+        return np.append(starts, n).astype(np.int64), c_keys
+    c_ptr = xp.zeros(c_nblocks + 1, dtype=xp.int64)
+    c_keys = xp.empty(c_nblocks, dtype=xp.uint64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_heads")
+    _kernels.launch(kernel, n, (sorted_codes, heads, rank, n, col_bits, task_bits, c_ptr,
+                                c_keys))
+    return c_ptr, c_keys

@@ -84,7 +84,7 @@ def banded(n, bandwidth, seed):
 
 def block_diagonal(nblocks, size, seed):
     rng = np.random.default_rng(seed)
-    return sp.csr_array(sp.block_diag([rng.uniform(0.5, 1.5, (size, size))
+    return sp.csr_array(sp.block_diag([sp.coo_array(rng.uniform(0.5, 1.5, (size, size)))
                                        for _ in range(nblocks)]))
 
 

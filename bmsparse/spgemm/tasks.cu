@@ -1,0 +1,131 @@
+// tasks.cu - stage 1 of SpGEMM: the task list, in four fused steps.
+//
+// CuPy's primitives compute the same thing (tasks.py keeps their NumPy
+// twins), but at one launch per elementwise step their fixed cost exceeded a
+// whole small product; these kernels fuse each step into one launch. The one
+// sort stays CuPy's (a keys-only radix sort of packed uint64 codes).
+//
+//   1. bmsparse_tasks_ranges : per A block (i, j), the run [lo, lo + count) of
+//                              B blocks in B's block row j (binary searches)
+//   2. bmsparse_tasks_expand : per task t, its sort code
+//                              (i << (col_bits + task_bits)) | (k << task_bits) | t
+//   3. (sort the codes)
+//   4. bmsparse_tasks_unpack : per sorted position s, its A and B block and
+//                              whether it starts an output block's run
+//   5. bmsparse_tasks_heads  : per run start, c_ptr and c_keys
+//
+// Launch: one thread per item named in each kernel, 1-D grid.
+// Work: O(a_nblocks log b_nblocks + ntasks log a_nblocks). Deterministic.
+// Layout: see ../_cuda/bitmap.cuh.
+#include "../_cuda/bitmap.cuh"
+
+// first index in sorted keys[0, n) whose value is >= x
+__device__ __forceinline__ long long lower_bound(const u64* keys, long long n, u64 x) {
+    long long lo = 0, hi = n;
+    while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if (keys[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// first index in sorted ends[0, n) whose value is > t: the A block of task t
+__device__ __forceinline__ long long owner_of(const long long* ends, long long n, long long t) {
+    long long lo = 0, hi = n;
+    while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if (ends[mid] <= t) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+//   u64       a_keys[a_nblocks], b_keys[b_nblocks]
+//   long long lo[a_nblocks]     - out: first B block of block row j
+//   long long counts[a_nblocks] - out: number of B blocks in block row j
+extern "C" __global__ void bmsparse_tasks_ranges(
+    const u64* __restrict__ a_keys, long long a_nblocks,
+    const u64* __restrict__ b_keys, long long b_nblocks,
+    long long* __restrict__ lo, long long* __restrict__ counts)
+{
+    long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (a >= a_nblocks) return;
+    const u64 j = block_col(a_keys[a]);
+    const long long first = lower_bound(b_keys, b_nblocks, j << 32);
+    // the last possible key of row j is j << 32 | 0xffffffff: search past it
+    // without forming (j + 1) << 32, which overflows for j = 2**32 - 1
+    long long last = first;
+    if (first < b_nblocks && block_row(b_keys[first]) == j) {
+        long long hi = b_nblocks;
+        long long l = first;
+        while (l < hi) {
+            const long long mid = (l + hi) >> 1;
+            if (block_row(b_keys[mid]) <= j) l = mid + 1; else hi = mid;
+        }
+        last = l;
+    }
+    lo[a] = first;
+    counts[a] = last - first;
+}
+
+//   long long ends[a_nblocks]   - inclusive scan of counts
+//   long long lo[a_nblocks], counts[a_nblocks]
+//   u64       a_keys[a_nblocks], b_keys[b_nblocks]
+//   long long ntasks
+//   int       col_bits, task_bits - widths of the packed fields
+//   u64       codes[ntasks]     - out: sort code of each task
+extern "C" __global__ void bmsparse_tasks_expand(
+    const long long* __restrict__ ends, const long long* __restrict__ lo,
+    const long long* __restrict__ counts, const u64* __restrict__ a_keys,
+    long long a_nblocks, const u64* __restrict__ b_keys, long long ntasks,
+    long long col_bits, long long task_bits, u64* __restrict__ codes)
+{
+    long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (t >= ntasks) return;
+    const long long a = owner_of(ends, a_nblocks, t);
+    const long long b = lo[a] + t - (ends[a] - counts[a]);
+    const u64 i = block_row(a_keys[a]), k = block_col(b_keys[b]);
+    // with task_bits = 0 the code is the bare output key (argsort path)
+    codes[t] = (i << (col_bits + task_bits)) | (k << task_bits) | (task_bits ? (u64)t : 0ull);
+}
+
+//   u64       sorted[ntasks]    - sorted codes (or, with order, sorted full keys)
+//   long long order[ntasks]     - null, or the sorting permutation (then task_bits = 0)
+//   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
+//   long long task_a[ntasks], task_b[ntasks] - out
+//   long long heads[ntasks]     - out: 1 where an output block's run starts, else 0
+extern "C" __global__ void bmsparse_tasks_unpack(
+    const u64* __restrict__ sorted, const long long* __restrict__ order, long long ntasks,
+    long long task_bits, const long long* __restrict__ ends, long long a_nblocks,
+    const long long* __restrict__ lo, const long long* __restrict__ counts,
+    long long* __restrict__ task_a, long long* __restrict__ task_b,
+    long long* __restrict__ heads)
+{
+    long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (s >= ntasks) return;
+    const u64 code = sorted[s];
+    const long long t = order ? order[s] : (long long)(code & ((1ull << task_bits) - 1ull));
+    const long long a = owner_of(ends, a_nblocks, t);
+    task_a[s] = a;
+    task_b[s] = lo[a] + t - (ends[a] - counts[a]);
+    heads[s] = (s == 0 || (sorted[s - 1] >> task_bits) != (code >> task_bits)) ? 1 : 0;
+}
+
+//   u64       sorted[ntasks]    - as for unpack
+//   long long heads[ntasks], rank[ntasks] - run starts and their inclusive scan
+//   long long col_bits, task_bits
+//   long long c_ptr[c_nblocks + 1] - out (c_ptr[c_nblocks] = ntasks)
+//   u64       c_keys[c_nblocks]    - out
+extern "C" __global__ void bmsparse_tasks_heads(
+    const u64* __restrict__ sorted, const long long* __restrict__ heads,
+    const long long* __restrict__ rank, long long ntasks, long long col_bits,
+    long long task_bits, long long* __restrict__ c_ptr, u64* __restrict__ c_keys)
+{
+    long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (s >= ntasks) return;
+    if (s == ntasks - 1) c_ptr[rank[s]] = ntasks;
+    if (!heads[s]) return;
+    const long long q = rank[s] - 1;
+    const u64 key = sorted[s] >> task_bits;
+    c_ptr[q] = s;
+    c_keys[q] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
+}

@@ -159,7 +159,6 @@ class BitmapMatrix:
             if values.dtype == np.bool_:
                 # a pattern matrix stores no values; False entries are dropped
                 rows, cols, values = rows[values], cols[values], None
-        rows, cols = convert.check_coo(rows, cols, values, shape)
         keys, bitmaps, offsets, values = convert.coo_to_bitmap(rows, cols, values, shape)
         return cls._from_blocks(keys, bitmaps, offsets, values, shape)
 
@@ -174,13 +173,16 @@ class BitmapMatrix:
         if not _is_scipy_sparse(a):
             raise TypeError(f"expected a scipy.sparse matrix or array, got {type(a).__name__}")
         check_dtype(a.dtype, "dtype")
-        coo = a.tocoo()
-        rows, cols, data = coo.row, coo.col, coo.data
-        if device:
-            import cupy
+        if a.format != "csr":
+            coo = a.tocoo()
+            rows, cols, data = coo.row, coo.col, coo.data
+            if device:
+                import cupy
 
-            rows, cols, data = cupy.asarray(rows), cupy.asarray(cols), cupy.asarray(data)
-        return cls.from_coo(rows, cols, data, a.shape)
+                rows, cols, data = cupy.asarray(rows), cupy.asarray(cols), cupy.asarray(data)
+            return cls.from_coo(rows, cols, data, a.shape)
+        return cls.from_csr(*(_to_xp(x, device) for x in (a.indptr, a.indices, a.data)),
+                            a.shape)
 
     @classmethod
     def from_cupyx(cls, a: Any) -> BitmapMatrix:
@@ -188,8 +190,29 @@ class BitmapMatrix:
         if not _is_cupyx_sparse(a):
             raise TypeError(f"expected a cupyx.scipy.sparse matrix, got {type(a).__name__}")
         check_dtype(a.dtype, "dtype")
+        if a.format == "csr":
+            return cls.from_csr(a.indptr, a.indices, a.data, a.shape)
         coo = a.tocoo()
         return cls.from_coo(coo.row, coo.col, coo.data, a.shape)
+
+    @classmethod
+    def from_csr(cls, indptr: Any, indices: Any, values: Any, shape: Any) -> BitmapMatrix:
+        """A matrix from CSR arrays (any column order; duplicates are summed).
+
+        Parameters
+        ----------
+        indptr : integer [nrows + 1]
+        indices : integer [nnz]
+        values : [nnz] or None
+            None (or bool values) makes a pattern (bool) matrix.
+        shape : (int, int)
+        """
+        shape = check_shape(shape)
+        if values is not None and values.dtype == np.bool_:
+            return cls.from_coo(convert._csr_rows(get_array_module(indptr), indptr), indices,
+                                values, shape)
+        keys, bitmaps, offsets, values = convert.csr_to_bitmap(indptr, indices, values, shape)
+        return cls._from_blocks(keys, bitmaps, offsets, values, shape)
 
     @classmethod
     def from_dense(cls, a: Any) -> BitmapMatrix:
@@ -285,7 +308,7 @@ class BitmapMatrix:
                              f"got {self.offsets.shape[0]}")
         if self.values is not None:
             check_dtype(self.values.dtype, "values dtype")
-        if not full_check or self.nblocks == 0:
+        if not full_check:
             return
         _check_blocks(xp, self)
 
@@ -461,6 +484,14 @@ def _padding_clear(xp: Any, bitmaps: Any, pad_rows: Any, pad_cols: Any) -> Any:
         xp.uint64))) & xp.uint64(0xFF), xp.uint64(0))
     col_mask = col_byte * xp.uint64(0x0101010101010101)
     return (bitmaps & (row_mask | col_mask)) == 0
+
+
+def _to_xp(x: Any, device: bool) -> Any:
+    if not device:
+        return x
+    import cupy
+
+    return cupy.asarray(x)
 
 
 def _is_array(x: Any) -> bool:

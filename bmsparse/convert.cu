@@ -1,46 +1,150 @@
 // convert.cu - COO/CSR <-> bitmap conversion kernels.
 //
-// COO -> bitmap (the paper's COO -> BMP): the entries are sorted by
-// (key, bit) with CuPy primitives; these kernels then reduce the runs of
-// equal entries and of equal keys. Bitmap -> COO/CSR needs no sort: blocks
-// are sorted by key and values are in bit order, so the position of every
-// entry in the output follows from popcounts.
+// COO/CSR -> bitmap (the paper's COO -> BMP) sorts the entries by
+// (block key, bit, input position):
+//   1. bmsparse_convert_coo_codes / _csr_codes : a packed uint64 sort code per entry
+//        brow << (col_bits + 6 + entry_bits) | bcol << (6 + entry_bits) | bit << entry_bits | e
+//      and a flag word of range errors (so checking costs no extra pass);
+//   2. (CuPy's keys-only sort of the codes)
+//   3. bmsparse_convert_unpack_codes : key, bit, input position and the run
+//      starts of equal entries and of equal blocks, per sorted position;
+//   4. (scans of the run starts)
+//   5. bmsparse_convert_sum_entries : the value of every distinct entry, its
+//      duplicates summed in input order;
+//   6. bmsparse_convert_block_heads : keys, bitmaps and offsets of the blocks.
+// When the code does not fit in 64 bits, convert.py sorts with stable
+// argsorts instead and steps 5 and 6 run on its output unchanged.
+//
+// Bitmap -> CSR needs no sort: blocks are sorted by key and values are in bit
+// order, so every entry's place follows from popcounts and scans:
+//   bmsparse_convert_row_popcounts : popcount of row r of block q, stored at [r * nblocks + q]
+//   bmsparse_convert_row_lengths   : length of every matrix row (after a scan of the above)
+//   bmsparse_convert_csr_entries   : indices and data of row r of block q
 //
 // Launch: one thread per item named in each kernel, 1-D grid.
-// Deterministic: runs are summed sequentially in input order, no atomics.
+// Deterministic: no atomics on values; duplicates are summed in input order.
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
 
-// Sum of each run of duplicate entries, in input order.
-//   long long order[n]         - sorting permutation of the input entries
-//   T         values[n]        - input values, unsorted
-//   long long run_ptr[nruns+1] - run boundaries in sorted order
-//   T         out[nruns]       - out: the summed values, sorted
-template <typename T>
-__global__ void bmsparse_convert_sum_duplicates(
-    const long long* __restrict__ order, const T* __restrict__ values,
-    const long long* __restrict__ run_ptr, long long nruns, T* __restrict__ out)
-{
-    long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (u >= nruns) return;
-    T acc = T(0);
-    for (long long k = run_ptr[u]; k < run_ptr[u + 1]; ++k) acc += values[order[k]];
-    out[u] = acc;
+#define BMSPARSE_ERR_ROW_NEGATIVE 1
+#define BMSPARSE_ERR_ROW_RANGE 2
+#define BMSPARSE_ERR_COL_NEGATIVE 4
+#define BMSPARSE_ERR_COL_RANGE 8
+
+__device__ __forceinline__ u64 entry_code(long long row, long long col, long long e,
+                                          long long col_bits, long long entry_bits) {
+    const u64 bit = (u64)bit_of((int)(row & 7), (int)(col & 7));
+    return ((u64)(row >> 3) << (col_bits + 6 + entry_bits)) |
+           ((u64)(col >> 3) << (6 + entry_bits)) | (bit << entry_bits) | (u64)e;
 }
 
-// Bitmap of each block from the bits of its (unique, sorted) entries.
-//   long long bits[nnz]              - bit of each entry in its block
-//   long long offsets[nblocks + 1]   - entries of block q: [offsets[q], offsets[q+1])
-//   u64       bitmaps[nblocks]       - out
-extern "C" __global__ void bmsparse_convert_block_bitmaps(
-    const long long* __restrict__ bits, const long long* __restrict__ offsets,
-    long long nblocks, u64* __restrict__ bitmaps)
+__device__ __forceinline__ int range_errors(long long row, long long col, long long nrows,
+                                            long long ncols) {
+    return (row < 0 ? BMSPARSE_ERR_ROW_NEGATIVE : 0) | (row >= nrows ? BMSPARSE_ERR_ROW_RANGE : 0) |
+           (col < 0 ? BMSPARSE_ERR_COL_NEGATIVE : 0) | (col >= ncols ? BMSPARSE_ERR_COL_RANGE : 0);
+}
+
+//   I         rows[n], cols[n]  - COO indices
+//   long long nrows, ncols      - shape
+//   long long col_bits, entry_bits
+//   u64       codes[n]          - out
+//   int       errors[1]         - out: OR of BMSPARSE_ERR_* over all entries
+template <typename I>
+__global__ void bmsparse_convert_coo_codes(
+    const I* __restrict__ rows, const I* __restrict__ cols, long long n, long long nrows,
+    long long ncols, long long col_bits, long long entry_bits, u64* __restrict__ codes,
+    int* __restrict__ errors)
 {
-    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (q >= nblocks) return;
-    u64 bitmap = 0;
-    for (long long k = offsets[q]; k < offsets[q + 1]; ++k) bitmap |= 1ull << bits[k];
-    bitmaps[q] = bitmap;
+    long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (e >= n) return;
+    const long long row = rows[e], col = cols[e];
+    const int err = range_errors(row, col, nrows, ncols);
+    if (err) { atomicOr(errors, err); codes[e] = 0; return; }
+    codes[e] = entry_code(row, col, e, col_bits, entry_bits);
+}
+
+//   I         indptr[nrows + 1], indices[nnz] - CSR arrays
+//   (others as for the COO codes)
+template <typename I>
+__global__ void bmsparse_convert_csr_codes(
+    const I* __restrict__ indptr, const I* __restrict__ indices, long long nnz,
+    long long nrows, long long ncols, long long col_bits, long long entry_bits,
+    u64* __restrict__ codes, int* __restrict__ errors)
+{
+    long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (e >= nnz) return;
+    // the row of entry e: the last row whose start is <= e
+    long long lo = 0, hi = nrows;
+    while (lo < hi) {
+        const long long mid = (lo + hi + 1) >> 1;
+        if ((long long)indptr[mid] <= e) lo = mid; else hi = mid - 1;
+    }
+    const long long col = indices[e];
+    const int err = range_errors(lo, col, nrows, ncols);
+    if (err) { atomicOr(errors, err); codes[e] = 0; return; }
+    codes[e] = entry_code(lo, col, e, col_bits, entry_bits);
+}
+
+//   u64       sorted[n]           - sorted codes
+//   long long col_bits, entry_bits
+//   u64       keys[n]             - out: block key of each sorted entry
+//   long long bits[n], order[n]   - out: its bit and its input position
+//   long long entry_heads[n], block_heads[n] - out: 1 where a run of equal entries / keys starts
+extern "C" __global__ void bmsparse_convert_unpack_codes(
+    const u64* __restrict__ sorted, long long n, long long col_bits, long long entry_bits,
+    u64* __restrict__ keys, long long* __restrict__ bits, long long* __restrict__ order,
+    long long* __restrict__ entry_heads, long long* __restrict__ block_heads)
+{
+    long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (s >= n) return;
+    const u64 code = sorted[s];
+    const u64 entry = code >> entry_bits;
+    const u64 block = entry >> 6;
+    keys[s] = make_key(block >> col_bits, block & ((1ull << col_bits) - 1ull));
+    bits[s] = (long long)(entry & 63ull);
+    order[s] = (long long)(code & ((1ull << entry_bits) - 1ull));
+    const u64 prev = s ? sorted[s - 1] >> entry_bits : ~entry;
+    entry_heads[s] = prev != entry;
+    block_heads[s] = (prev >> 6) != block || s == 0;
+}
+
+//   long long order[n]           - input position of each sorted entry
+//   T         values[n]          - input values
+//   long long entry_heads[n], entry_rank[n] - run starts and their inclusive scan
+//   T         out[nentries]      - out: summed value of each distinct entry
+template <typename T>
+__global__ void bmsparse_convert_sum_entries(
+    const long long* __restrict__ order, const T* __restrict__ values, long long n,
+    const long long* __restrict__ entry_heads, const long long* __restrict__ entry_rank,
+    T* __restrict__ out)
+{
+    long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (s >= n || !entry_heads[s]) return;
+    T acc = values[order[s]];
+    for (long long k = s + 1; k < n && !entry_heads[k]; ++k) acc += values[order[k]];
+    out[entry_rank[s] - 1] = acc;
+}
+
+//   u64       keys[n]; long long bits[n] - per sorted entry
+//   long long entry_heads[n], entry_rank[n], block_heads[n], block_rank[n]
+//   u64       b_keys[nblocks], b_bitmaps[nblocks] - out
+//   long long b_offsets[nblocks + 1] - out
+extern "C" __global__ void bmsparse_convert_block_heads(
+    const u64* __restrict__ keys, const long long* __restrict__ bits, long long n,
+    const long long* __restrict__ entry_heads, const long long* __restrict__ entry_rank,
+    const long long* __restrict__ block_heads, const long long* __restrict__ block_rank,
+    u64* __restrict__ b_keys, u64* __restrict__ b_bitmaps, long long* __restrict__ b_offsets)
+{
+    long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (s >= n) return;
+    if (s == n - 1) b_offsets[block_rank[s]] = entry_rank[s];
+    if (!block_heads[s]) return;
+    const long long q = block_rank[s] - 1;
+    u64 bitmap = 1ull << bits[s];
+    for (long long k = s + 1; k < n && !block_heads[k]; ++k) bitmap |= 1ull << bits[k];
+    b_keys[q] = keys[s];
+    b_bitmaps[q] = bitmap;
+    b_offsets[q] = entry_rank[s] - 1;
 }
 
 // Row and column of every entry, in value order (bitmap -> COO).
@@ -64,59 +168,63 @@ extern "C" __global__ void bmsparse_convert_expand_entries(
     }
 }
 
-// Number of entries of every matrix row (bitmap -> CSR, first pass).
 //   u64       bitmaps[nblocks]
-//   long long brow_ptr[nbrows + 1] - blocks of block row i: [brow_ptr[i], brow_ptr[i+1])
-//   long long nrows                - rows of the matrix
-//   long long counts[nrows]        - out
-extern "C" __global__ void bmsparse_convert_row_counts(
-    const u64* __restrict__ bitmaps, const long long* __restrict__ brow_ptr,
-    long long nrows, long long* __restrict__ counts)
+//   long long popcounts[8 * nblocks] - out: popcount of row r of block q at [r * nblocks + q]
+extern "C" __global__ void bmsparse_convert_row_popcounts(
+    const u64* __restrict__ bitmaps, long long nblocks, long long* __restrict__ popcounts)
+{
+    long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (tid >= 8 * nblocks) return;
+    const long long q = tid >> 3;
+    const int r = (int)(tid & 7);
+    popcounts[r * nblocks + q] = __popc(row_bits(bitmaps[q], r));
+}
+
+//   long long scan[8 * nblocks + 1] - exclusive scan of the row popcounts
+//   long long brow_ptr[nbrows + 1]  - blocks of block row i: [brow_ptr[i], brow_ptr[i+1])
+//   long long lengths[nrows]        - out
+extern "C" __global__ void bmsparse_convert_row_lengths(
+    const long long* __restrict__ scan, long long nblocks,
+    const long long* __restrict__ brow_ptr, long long nrows, long long* __restrict__ lengths)
 {
     long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (row >= nrows) return;
-    const long long i = row >> 3;
-    const int r = (int)(row & 7);
-    long long n = 0;
-    for (long long q = brow_ptr[i]; q < brow_ptr[i + 1]; ++q) n += __popc(row_bits(bitmaps[q], r));
-    counts[row] = n;
+    const long long i = row >> 3, base = (row & 7) * nblocks;
+    lengths[row] = scan[base + brow_ptr[i + 1]] - scan[base + brow_ptr[i]];
 }
 
-// Column indices and values of every matrix row (bitmap -> CSR, second pass).
-// Blocks of a block row are sorted by column, so a row's entries come out sorted.
 //   u64       keys[nblocks], bitmaps[nblocks]
 //   long long offsets[nblocks + 1]
-//   T         values[nnz]      - values of the matrix, or null for a pattern matrix
-//   long long brow_ptr[nbrows + 1]
-//   long long nrows
-//   long long indptr[nrows + 1] - row starts (scan of the row counts)
-//   I         indices[nnz]     - out
-//   T         data[nnz]        - out, or null for a pattern matrix
+//   T         values[nnz]        - values, or null for a pattern matrix
+//   long long scan[8 * nblocks + 1], brow_ptr[nbrows + 1]
+//   long long indptr[nrows + 1]
+//   I         indices[nnz]       - out
+//   T         data[nnz]          - out, or null for a pattern matrix
 template <typename T, typename I>
 __global__ void bmsparse_convert_csr_entries(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
-    const long long* __restrict__ offsets, const T* __restrict__ values,
-    const long long* __restrict__ brow_ptr, long long nrows,
+    const long long* __restrict__ offsets, const T* __restrict__ values, long long nblocks,
+    const long long* __restrict__ scan, const long long* __restrict__ brow_ptr,
     const long long* __restrict__ indptr, I* __restrict__ indices, T* __restrict__ data)
 {
-    long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (row >= nrows) return;
-    const long long i = row >> 3;
-    const int r = (int)(row & 7);
-    long long dst = indptr[row];
-    for (long long q = brow_ptr[i]; q < brow_ptr[i + 1]; ++q) {
-        const u64 bitmap = bitmaps[q];
-        unsigned int bits = row_bits(bitmap, r);
-        if (!bits) continue;
-        const long long col0 = (long long)block_col(keys[q]) << 3;
-        long long src = offsets[q] + value_index(bitmap, bit_of(r, 0));
-        while (bits) {
-            const int c = __ffs(bits) - 1;
-            bits &= bits - 1u;
-            indices[dst] = (I)(col0 + c);
-            if (values) data[dst] = values[src];
-            ++dst;
-            ++src;
-        }
+    long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (tid >= 8 * nblocks) return;
+    const long long q = tid >> 3;
+    const int r = (int)(tid & 7);
+    const u64 key = keys[q], bitmap = bitmaps[q];
+    unsigned int bits = row_bits(bitmap, r);
+    if (!bits) return;
+    const long long i = block_row(key), base = r * nblocks;
+    // entries of this row in earlier blocks of the same block row come first
+    long long dst = indptr[(i << 3) + r] + scan[base + q] - scan[base + brow_ptr[i]];
+    long long src = offsets[q] + value_index(bitmap, bit_of(r, 0));
+    const long long col0 = (long long)block_col(key) << 3;
+    while (bits) {
+        const int c = __ffs(bits) - 1;
+        bits &= bits - 1u;
+        indices[dst] = (I)(col0 + c);
+        if (values) data[dst] = values[src];
+        ++dst;
+        ++src;
     }
 }

@@ -9,39 +9,41 @@ the device.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from . import _kernels
 from ._format import (BLOCK_MASK, BLOCK_SHIFT, KEY_SHIFT, bit_of, nblocks_along, pack_keys,
                       set_bits)
-from ._primitives import exclusive_scan, run_starts, stable_argsort
+from ._primitives import exclusive_scan, stable_argsort
 from ._sputils import check_dtype, get_array_module, get_index_dtype
 
 _KERNELS = "convert.cu"
 _kernels.register(_KERNELS, {
-    "bmsparse_convert_sum_duplicates": ("T",),
-    "bmsparse_convert_block_bitmaps": (),
+    "bmsparse_convert_coo_codes": ("I",),
+    "bmsparse_convert_csr_codes": ("I",),
+    "bmsparse_convert_unpack_codes": (),
+    "bmsparse_convert_sum_entries": ("T",),
+    "bmsparse_convert_block_heads": (),
     "bmsparse_convert_expand_entries": (),
-    "bmsparse_convert_row_counts": (),
+    "bmsparse_convert_row_popcounts": (),
+    "bmsparse_convert_row_lengths": (),
     "bmsparse_convert_csr_entries": ("T", "I"),
 })
 
 Blocks = tuple[Any, Any, Any, Any]  # keys, bitmaps, offsets, values
 
-
-def check_coo(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> tuple[Any, Any]:
-    """Validate COO input and return the indices as int64 arrays.
+def check_coo(rows: Any, cols: Any, values: Any) -> None:
+    """Validate the types and lengths of COO input (ranges are checked while sorting).
 
     Raises
     ------
     TypeError
         Non-integer index arrays, or an unsupported value dtype.
     ValueError
-        Arrays of different lengths or dimensions, or an index out of range.
+        Arrays of different lengths or dimensions.
     """
-    xp = get_array_module(rows, cols, values)
     for name, a in (("rows", rows), ("cols", cols)):
         if a.dtype.kind not in "iu":
             raise TypeError(f"{name} must be an integer array, got {a.dtype.name}")
@@ -55,18 +57,6 @@ def check_coo(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> tupl
             raise ValueError(f"values must be 1-D with one value per index, got shape "
                              f"{values.shape} for {rows.shape[0]} indices")
         check_dtype(values.dtype, "values dtype")
-    rows = rows.astype(xp.int64, copy=False)
-    cols = cols.astype(xp.int64, copy=False)
-    if rows.size:
-        # sync: one read for all four bounds
-        lo_r, hi_r, lo_c, hi_c = (int(v) for v in xp.stack(
-            [rows.min(), rows.max(), cols.min(), cols.max()]).tolist())
-        for name, lo, hi, n in (("row", lo_r, hi_r, shape[0]), ("column", lo_c, hi_c, shape[1])):
-            if lo < 0:
-                raise ValueError(f"negative {name} index {lo}")
-            if hi >= n:
-                raise ValueError(f"{name} index {hi} out of range for shape {shape}")
-    return rows, cols
 
 
 def coo_to_bitmap(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> Blocks:
@@ -74,8 +64,8 @@ def coo_to_bitmap(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> 
 
     Parameters
     ----------
-    rows, cols : int64 [n]
-        Checked indices (see :func:`check_coo`).
+    rows, cols : integer [n]
+        Indices (checked here: negative or out-of-range ones raise).
     values : T [n] or None
         None for a pattern (bool) matrix.
     shape : (int, int)
@@ -87,61 +77,229 @@ def coo_to_bitmap(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> 
     offsets : int64 [nblocks + 1]
     values : T [nnz] or None
 
+    Raises
+    ------
+    ValueError
+        An index is negative or out of range.
+
     Notes
     -----
     One sort of the n entries. Duplicates are summed in input order, so the
-    result is deterministic. On the GPU it syncs twice (run counts).
+    result is deterministic. On the GPU it syncs once.
     """
     xp = get_array_module(rows, cols, values)
-    keys = pack_keys(rows >> BLOCK_SHIFT, cols >> BLOCK_SHIFT)
-    bits = bit_of(rows, cols)
-    order = _entry_order(xp, keys, bits, shape)
-    keys, bits = keys[order], bits[order]
-    entry_ptr = run_starts(xp, (keys, bits))
-    if values is not None:
-        values = (values[order] if entry_ptr.shape[0] - 1 == order.shape[0]
-                  else _sum_duplicates(xp, order, values, entry_ptr))
-    firsts = entry_ptr[:-1]
-    keys, bits = keys[firsts], bits[firsts]
-    offsets = run_starts(xp, (keys,))
-    bitmaps = _block_bitmaps(xp, bits, offsets)
-    return keys[offsets[:-1]], bitmaps, offsets, values
+    check_coo(rows, cols, values)
+    entries = _sorted_entries(xp, rows, cols, None, shape)
+    return _to_blocks(xp, entries, values, lambda: _range_message(xp, rows, cols, shape))
 
 
-def _entry_order(xp: Any, keys: Any, bits: Any, shape: tuple[int, int]) -> Any:
-    """Stable permutation sorting entries by (key, bit)."""
-    row_bits = max((nblocks_along(shape[0]) - 1).bit_length(), 1)
-    col_bits = max((nblocks_along(shape[1]) - 1).bit_length(), 1)
-    if row_bits + col_bits + 2 * BLOCK_SHIFT <= 64:
-        rows = keys >> xp.uint64(KEY_SHIFT)
-        cols = keys & xp.uint64((1 << KEY_SHIFT) - 1)
-        code = (rows << xp.uint64(col_bits + 2 * BLOCK_SHIFT)) | (
-            cols << xp.uint64(2 * BLOCK_SHIFT)) | bits.astype(xp.uint64)
-        return stable_argsort(xp, code)
-    by_bit = stable_argsort(xp, bits)
-    return by_bit[stable_argsort(xp, keys[by_bit])]
+def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]) -> Blocks:
+    """Bitmap blocks from CSR arrays (any index order; duplicates are summed).
+
+    Parameters
+    ----------
+    indptr : integer [nrows + 1]
+    indices : integer [nnz]
+    values : T [nnz] or None
+    shape : (int, int)
+
+    Returns
+    -------
+    keys, bitmaps, offsets, values
+        As for :func:`coo_to_bitmap`.
+    """
+    xp = get_array_module(indptr, indices, values)
+    check_coo(indices, indices, values)
+    if indptr.shape != (shape[0] + 1,):
+        raise ValueError(f"indptr must have length nrows + 1 = {shape[0] + 1}, "
+                         f"got {indptr.shape[0]}")
+    entries = _sorted_entries(xp, None, indices, indptr, shape)
+    return _to_blocks(xp, entries, values, lambda: _range_message(
+        xp, _csr_rows(xp, indptr), indices, shape))
 
 
-def _sum_duplicates(xp: Any, order: Any, values: Any, entry_ptr: Any) -> Any:
+def _code_widths(shape: tuple[int, int], n: int) -> tuple[int, int, int]:
+    """Bits of block row, block column and entry number in a sort code."""
+    return (max((nblocks_along(shape[0]) - 1).bit_length(), 1),
+            max((nblocks_along(shape[1]) - 1).bit_length(), 1),
+            max((n - 1).bit_length(), 1))
+
+
+def _sorted_entries(xp: Any, rows: Any, cols: Any, indptr: Any,
+                    shape: tuple[int, int]) -> tuple[Any, ...]:
+    """Entries sorted by (key, bit, input position), with their run starts.
+
+    Returns keys (uint64), bits, order (input positions), entry_heads,
+    block_heads (int64 [n] each) and an error word (int32 [1]).
+    """
+    n = cols.shape[0]
+    row_bits, col_bits, entry_bits = _code_widths(shape, n)
+    if row_bits + col_bits + 2 * BLOCK_SHIFT + entry_bits <= 64:
+        codes, errors = _codes(xp, rows, cols, indptr, shape, col_bits, entry_bits)
+        return (*_unpack_codes(xp, xp.sort(codes), col_bits, entry_bits), errors)
+    if rows is None:
+        rows = _csr_rows(xp, indptr)
+    return (*_sort_by_argsort(xp, rows, cols), _range_errors(xp, rows, cols, shape))
+
+
+def _csr_rows(xp: Any, indptr: Any) -> Any:
+    """Row index (int64) of every CSR entry."""
+    counts = xp.diff(indptr.astype(xp.int64))
     if xp is np:
-        return np.add.reduceat(values[order], entry_ptr[:-1]).astype(values.dtype, copy=False)
-    nruns = entry_ptr.shape[0] - 1
-    out = xp.empty(nruns, dtype=values.dtype)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_sum_duplicates", T=values.dtype)
-    _kernels.launch(kernel, nruns, (order, values, entry_ptr, nruns, out))
+        return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
+    # cupy.repeat wants host counts; a scan of row starts does it on the device
+    starts = xp.zeros(int(indptr[-1]) + 1, dtype=xp.int64)  # sync: nnz
+    xp.add.at(starts, indptr[1:-1].astype(xp.int64), 1)
+    return xp.cumsum(starts[:-1])
+
+
+def _range_message(xp: Any, rows: Any, cols: Any, shape: tuple[int, int]) -> str:
+    """The first range error of COO indices, with the offending index."""
+    for name, idx, n in (("row", rows, shape[0]), ("column", cols, shape[1])):
+        lo, hi = (int(v) for v in xp.stack([idx.min(), idx.max()]).tolist())
+        if lo < 0:
+            return f"negative {name} index {lo}"
+        if hi >= n:
+            return f"{name} index {hi} out of range for shape {shape}"
+    raise AssertionError("no range error found")  # pragma: no cover
+
+
+def _codes(xp, rows, cols, indptr, shape, col_bits, entry_bits):
+    """Sort code (uint64 [n]) of every entry and the error word (int32 [1])."""
+    n = cols.shape[0]
+    if xp is np:
+        if rows is None:
+            rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(indptr))
+        errors = _range_errors(np, rows, cols, shape)
+        r, c = rows.astype(np.uint64), cols.astype(np.uint64)
+        if errors[0]:
+            return np.zeros(n, dtype=np.uint64), errors
+        codes = ((r >> np.uint64(3)) << np.uint64(col_bits + 6 + entry_bits)) | (
+            (c >> np.uint64(3)) << np.uint64(6 + entry_bits)) | (
+            bit_of(rows, cols).astype(np.uint64) << np.uint64(entry_bits)) | np.arange(
+            n, dtype=np.uint64)
+        return codes, errors
+    codes = xp.empty(n, dtype=xp.uint64)
+    errors = xp.zeros(1, dtype=xp.int32)
+    if rows is None:
+        index = xp.promote_types(indptr.dtype, cols.dtype)
+        index = index if index in _kernels.INDEX_DTYPES else np.dtype(np.int64)
+        indptr, cols = indptr.astype(index, copy=False), cols.astype(index, copy=False)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_codes", I=index)
+        _kernels.launch(kernel, n, (indptr, cols, n, shape[0], shape[1], col_bits,
+                                    entry_bits, codes, errors))
+    else:
+        index = xp.promote_types(rows.dtype, cols.dtype)
+        index = index if index in _kernels.INDEX_DTYPES else np.dtype(np.int64)
+        rows, cols = rows.astype(index, copy=False), cols.astype(index, copy=False)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_coo_codes", I=index)
+        _kernels.launch(kernel, n, (rows, cols, n, shape[0], shape[1], col_bits, entry_bits,
+                                    codes, errors))
+    return codes, errors
+
+
+def _range_errors(xp: Any, rows: Any, cols: Any, shape: tuple[int, int]) -> Any:
+    """The error word (int32 [1]) of the code kernels, computed with reductions."""
+    if rows.size == 0:
+        return xp.zeros(1, dtype=xp.int32)
+    flags = xp.stack([(rows < 0).any(), (rows >= shape[0]).any(), (cols < 0).any(),
+                      (cols >= shape[1]).any()]).astype(xp.int32)
+    return (flags * xp.asarray([1, 2, 4, 8], dtype=xp.int32)).sum(keepdims=True).astype(
+        xp.int32)
+
+
+def _unpack_codes(xp, sorted_codes, col_bits, entry_bits):
+    n = sorted_codes.shape[0]
+    if xp is np:
+        entry = sorted_codes >> np.uint64(entry_bits)
+        block = entry >> np.uint64(6)
+        keys = ((block >> np.uint64(col_bits)) << np.uint64(KEY_SHIFT)) | (
+            block & np.uint64((1 << col_bits) - 1))
+        bits = (entry & np.uint64(63)).astype(np.int64)
+        order = (sorted_codes & np.uint64((1 << entry_bits) - 1)).astype(np.int64)
+        return (keys, bits, order, *_heads(np, (entry,), (block,)))
+    keys = xp.empty(n, dtype=xp.uint64)
+    bits, order, entry_heads, block_heads = (xp.empty(n, dtype=xp.int64) for _ in range(4))
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_unpack_codes")
+    _kernels.launch(kernel, n, (sorted_codes, n, col_bits, entry_bits, keys, bits, order,
+                                entry_heads, block_heads))
+    return keys, bits, order, entry_heads, block_heads
+
+
+def _heads(xp: Any, entry_columns: tuple[Any, ...], block_columns: tuple[Any, ...]):
+    """Run-start flags (int64) of sorted entries and of sorted blocks."""
+    out = []
+    for columns in (entry_columns, block_columns):
+        n = columns[0].shape[0]
+        heads = xp.zeros(n, dtype=bool)
+        if n:
+            heads[0] = True
+        for col in columns:
+            heads[1:] |= col[1:] != col[:-1]
+        out.append(heads.astype(xp.int64))
     return out
 
 
-def _block_bitmaps(xp: Any, bits: Any, offsets: Any) -> Any:
-    nblocks = offsets.shape[0] - 1
+def _sort_by_argsort(xp: Any, rows: Any, cols: Any) -> tuple[Any, ...]:
+    """The general path: stable argsorts of (key, bit), for any shape."""
+    rows, cols = rows.astype(xp.int64, copy=False), cols.astype(xp.int64, copy=False)
+    keys = pack_keys(rows >> BLOCK_SHIFT, cols >> BLOCK_SHIFT)
+    bits = bit_of(rows, cols)
+    by_bit = stable_argsort(xp, bits)
+    order = by_bit[stable_argsort(xp, keys[by_bit])]
+    keys, bits = keys[order], bits[order]
+    return (keys, bits, order, *_heads(xp, (keys, bits), (keys,)))
+
+
+def _to_blocks(xp: Any, entries: tuple[Any, ...], values: Any,
+               explain: Callable[[], str]) -> Blocks:
+    """Blocks from sorted entries: sum duplicate entries, reduce runs of keys."""
+    keys, bits, order, entry_heads, block_heads, errors = entries
+    entry_rank = xp.cumsum(entry_heads)
+    block_rank = xp.cumsum(block_heads)
+    n = keys.shape[0]
+    tail = xp.zeros(3, dtype=xp.int64)
+    tail[2] = errors[0]
+    if n:
+        tail[0], tail[1] = entry_rank[-1], block_rank[-1]
+    nentries, nblocks, error = (int(v) for v in tail.tolist())  # sync: sizes and errors
+    if error:
+        raise ValueError(explain())
+    if values is not None:
+        values = _sum_entries(xp, order, values, entry_heads, entry_rank, nentries)
+    return (*_block_heads(xp, keys, bits, entry_heads, entry_rank, block_heads, block_rank,
+                          nblocks, nentries), values)
+
+
+def _sum_entries(xp, order, values, entry_heads, entry_rank, nentries):
     if xp is np:
-        if nblocks == 0:
-            return np.zeros(0, dtype=np.uint64)
-        return np.bitwise_or.reduceat(np.uint64(1) << bits.astype(np.uint64), offsets[:-1])
-    bitmaps = xp.empty(nblocks, dtype=xp.uint64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_block_bitmaps")
-    _kernels.launch(kernel, nblocks, (bits, offsets, nblocks, bitmaps))
-    return bitmaps
+        if nentries == order.shape[0]:
+            return values[order]
+        return np.add.reduceat(values[order], np.flatnonzero(entry_heads)).astype(
+            values.dtype, copy=False)
+    out = xp.empty(nentries, dtype=values.dtype)
+    n = order.shape[0]
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_sum_entries", T=values.dtype)
+    _kernels.launch(kernel, n, (order, values, n, entry_heads, entry_rank, out))
+    return out
+
+
+def _block_heads(xp, keys, bits, entry_heads, entry_rank, block_heads, block_rank, nblocks,
+                 nentries):
+    if xp is np:
+        starts = np.flatnonzero(block_heads)
+        bitmaps = (np.bitwise_or.reduceat(np.uint64(1) << bits.astype(np.uint64), starts)
+                   if starts.size else np.zeros(0, dtype=np.uint64))
+        offsets = np.append(entry_rank[starts] - 1, nentries).astype(np.int64)
+        return keys[starts], bitmaps, offsets
+    n = keys.shape[0]
+    b_keys = xp.empty(nblocks, dtype=xp.uint64)
+    b_bitmaps = xp.empty(nblocks, dtype=xp.uint64)
+    b_offsets = xp.zeros(nblocks + 1, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_block_heads")
+    _kernels.launch(kernel, n, (keys, bits, n, entry_heads, entry_rank, block_heads,
+                                block_rank, b_keys, b_bitmaps, b_offsets))
+    return b_keys, b_bitmaps, b_offsets
 
 
 def bitmap_to_coo(keys: Any, bitmaps: Any, offsets: Any, nnz: int) -> tuple[Any, Any]:
@@ -184,16 +342,20 @@ def bitmap_to_csr(keys: Any, bitmaps: Any, offsets: Any, values: Any,
 def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype):
     import cupy
 
-    nrows = shape[0]
+    nrows, nblocks = shape[0], keys.shape[0]
+    popcounts = cupy.empty(8 * nblocks, dtype=cupy.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_row_popcounts")
+    _kernels.launch(kernel, 8 * nblocks, (bitmaps, nblocks, popcounts))
+    scan = exclusive_scan(cupy, popcounts)
     # one search per block row start; the end of the last is nblocks, since
     # (nbrows << 32) may not fit in 64 bits
     brow_starts = cupy.arange(nblocks_along(nrows), dtype=cupy.uint64) << cupy.uint64(KEY_SHIFT)
     brow_ptr = cupy.concatenate([cupy.searchsorted(keys, brow_starts),
-                                 cupy.asarray([keys.shape[0]])]).astype(cupy.int64)
-    counts = cupy.empty(nrows, dtype=cupy.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_row_counts")
-    _kernels.launch(kernel, nrows, (bitmaps, brow_ptr, nrows, counts))
-    indptr = exclusive_scan(cupy, counts)
+                                 cupy.asarray([nblocks])]).astype(cupy.int64)
+    lengths = cupy.empty(nrows, dtype=cupy.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_row_lengths")
+    _kernels.launch(kernel, nrows, (scan, nblocks, brow_ptr, nrows, lengths))
+    indptr = exclusive_scan(cupy, lengths)
     indices = cupy.empty(nnz, dtype=index_dtype)
     if values is None:
         data = cupy.ones(nnz, dtype=bool)
@@ -203,6 +365,6 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype)
         value_dtype, values_arg, data_arg = values.dtype, values, data
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_entries",
                                  T=value_dtype, I=index_dtype)
-    _kernels.launch(kernel, nrows, (keys, bitmaps, offsets, values_arg, brow_ptr, nrows,
-                                    indptr, indices, data_arg))
+    _kernels.launch(kernel, 8 * nblocks, (keys, bitmaps, offsets, values_arg, nblocks, scan,
+                                          brow_ptr, indptr, indices, data_arg))
     return indptr.astype(index_dtype, copy=False), indices, data

@@ -132,6 +132,11 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256) -> None
     """
     if n <= 0:
         return
+    for a in args:
+        # a kernel reads a pointer as a dense array: a strided view (for
+        # example a column of cupy.nonzero's result) would be read wrongly
+        if hasattr(a, "flags") and not a.flags.c_contiguous:
+            raise ValueError(f"{kernel.name}: array arguments must be C-contiguous")
     grid = (n + block - 1) // block
     if launch_hook is not None:
         launch_hook(kernel.name, n, grid, block)

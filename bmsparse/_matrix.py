@@ -151,11 +151,12 @@ class BitmapMatrix:
         """
         shape = check_shape(shape)
         xp = get_array_module(*(x for x in (rows, cols, values) if _is_array(x)))
-        rows, cols = xp.asarray(rows), xp.asarray(cols)
+        # kernels read dense arrays: strided views (cupy.nonzero's) are copied
+        rows, cols = xp.ascontiguousarray(rows), xp.ascontiguousarray(cols)
         if values is not None:
             values = xp.asarray(values)
-            if values.ndim == 0:
-                values = xp.full(rows.shape, values, dtype=values.dtype)
+            values = (xp.full(rows.shape, values, dtype=values.dtype) if values.ndim == 0
+                      else xp.ascontiguousarray(values))
             if values.dtype == np.bool_:
                 # a pattern matrix stores no values; False entries are dropped
                 rows, cols, values = rows[values], cols[values], None
@@ -211,6 +212,8 @@ class BitmapMatrix:
         if values is not None and values.dtype == np.bool_:
             return cls.from_coo(convert._csr_rows(get_array_module(indptr), indptr), indices,
                                 values, shape)
+        indptr, indices = (_contiguous(x) for x in (indptr, indices))
+        values = None if values is None else _contiguous(values)
         keys, bitmaps, offsets, values = convert.csr_to_bitmap(indptr, indices, values, shape)
         return cls._from_blocks(keys, bitmaps, offsets, values, shape)
 
@@ -484,6 +487,10 @@ def _padding_clear(xp: Any, bitmaps: Any, pad_rows: Any, pad_cols: Any) -> Any:
         xp.uint64))) & xp.uint64(0xFF), xp.uint64(0))
     col_mask = col_byte * xp.uint64(0x0101010101010101)
     return (bitmaps & (row_mask | col_mask)) == 0
+
+
+def _contiguous(x: Any) -> Any:
+    return get_array_module(x).ascontiguousarray(x)
 
 
 def _to_xp(x: Any, device: bool) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import gzip
 import http.client
+import inspect
 import io
 import os
 import re
@@ -172,9 +173,13 @@ def read_matrix(path: PathLike, *, symmetrize: bool = False) -> sp.csr_array:
     return a
 
 
+_MMREAD_SPARRAY = "spmatrix" in inspect.signature(scipy.io.mmread).parameters
+
+
 def _read_mm(f: IO[bytes]) -> sp.csr_array:
     """Matrix Market from an open binary stream, as canonical CSR."""
-    m = scipy.io.mmread(f)
+    # scipy >= 1.17 can return a sparse array directly (and warns without the flag)
+    m = scipy.io.mmread(f, spmatrix=False) if _MMREAD_SPARRAY else scipy.io.mmread(f)
     if isinstance(m, np.ndarray):
         return sp.csr_array(m)
     # tocsr sums duplicates but, unlike eliminate_zeros, keeps stored zeros

@@ -155,7 +155,7 @@ def test_shape_mismatch_names_both_shapes():
 @pytest.mark.gpu
 def test_host_and_device_operands_do_not_mix():
     a = BitmapMatrix(random_csr(8, 8, 0.5, seed=1))
-    with pytest.raises(TypeError, match="all on the host .* or all on the device"):
+    with pytest.raises(TypeError, match="all be on the host .* or all on the device"):
         spgemm(a, a.to_device())
 
 

@@ -88,7 +88,7 @@ def register(path: str, templates: dict[str, tuple[str, ...]]) -> None:
 
 def registered() -> dict[str, dict[str, tuple[str, ...]]]:
     """Every registered file with its kernels (imports the stage modules)."""
-    from . import convert  # noqa: F401 - registration happens at import
+    from . import _primitives, convert  # noqa: F401 - registration happens at import
     from .spgemm import compact, count, multiply  # noqa: F401
 
     return dict(_REGISTRY)

@@ -395,8 +395,15 @@ class BitmapMatrix:
         return out
 
     def to_scipy(self) -> Any:
-        """scipy.sparse ``csr_array`` on the host (copies from the GPU if needed)."""
-        return self.get().tocsr()
+        """scipy.sparse ``csr_array`` on the host (converted on the GPU, then copied)."""
+        if not self.on_device:
+            return self.tocsr()
+        import scipy.sparse as sp
+
+        c = self.tocsr()
+        out = sp.csr_array((c.data.get(), c.indices.get(), c.indptr.get()), shape=self.shape)
+        out.has_sorted_indices = True
+        return out
 
     def to_cupyx(self) -> Any:
         """cupyx.scipy.sparse ``csr_matrix`` on the GPU (copies to it if needed)."""

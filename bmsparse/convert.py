@@ -16,7 +16,7 @@ import numpy as np
 from . import _kernels
 from ._format import (BLOCK_MASK, BLOCK_SHIFT, KEY_SHIFT, bit_of, nblocks_along, pack_keys,
                       set_bits)
-from ._primitives import exclusive_scan, stable_argsort
+from ._primitives import cumsum, exclusive_scan, stable_argsort
 from ._sputils import check_dtype, get_array_module, get_index_dtype
 
 _KERNELS = "convert.cu"
@@ -255,8 +255,8 @@ def _to_blocks(xp: Any, entries: tuple[Any, ...], values: Any,
                explain: Callable[[], str]) -> Blocks:
     """Blocks from sorted entries: sum duplicate entries, reduce runs of keys."""
     keys, bits, order, entry_heads, block_heads, errors = entries
-    entry_rank = xp.cumsum(entry_heads)
-    block_rank = xp.cumsum(block_heads)
+    entry_rank = cumsum(xp, entry_heads)
+    block_rank = cumsum(xp, block_heads)
     n = keys.shape[0]
     tail = xp.zeros(3, dtype=xp.int64)
     tail[2] = errors[0]

@@ -9,7 +9,12 @@
 //                              B blocks in B's block row j (binary searches)
 //   2. bmsparse_tasks_expand : per task t, its sort code
 //                              (i << (col_bits + task_bits)) | (k << task_bits) | t
-//   3. (sort the codes)
+//   3. sort the codes. A's keys are sorted, so the tasks of a block row i
+//      are already contiguous and only need sorting among themselves:
+//      bmsparse_tasks_spans finds the longest block row; when it is short,
+//      bmsparse_tasks_sort_chunks sorts chunks of whole block rows in shared
+//      memory, one thread block each, and chunks too long for it are left to
+//      a global sort (CuPy's) of just their codes
 //   4. bmsparse_tasks_unpack : per sorted position s, its A and B block and
 //                              whether it starts an output block's run
 //   5. bmsparse_tasks_heads  : per run start, c_ptr and c_keys
@@ -128,4 +133,84 @@ extern "C" __global__ void bmsparse_tasks_heads(
     const u64 key = sorted[s] >> task_bits;
     c_ptr[q] = s;
     c_keys[q] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
+}
+
+#ifndef BMSPARSE_SORT_CHUNK
+#define BMSPARSE_SORT_CHUNK 2048
+#endif
+// a chunk holds the block rows that start inside its BMSPARSE_SORT_CHUNK
+// tasks, so up to twice that when no block row is longer than a chunk
+#define BMSPARSE_SORT_CAPACITY (2 * BMSPARSE_SORT_CHUNK)
+#ifndef BMSPARSE_SORT_THREADS
+#define BMSPARSE_SORT_THREADS 256
+#endif
+
+//   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
+//   long long max_span[1] - out: atomicMax of the task count of every block row
+extern "C" __global__ void bmsparse_tasks_spans(
+    const u64* __restrict__ a_keys, long long a_nblocks, const long long* __restrict__ ends,
+    const long long* __restrict__ counts, unsigned long long* __restrict__ max_span)
+{
+    long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (a >= a_nblocks) return;
+    const unsigned int i = block_row(a_keys[a]);
+    if (a + 1 < a_nblocks && block_row(a_keys[a + 1]) == i) return;  // not the row's last block
+    const long long a0 = lower_bound(a_keys, a_nblocks, (u64)i << 32);
+    atomicMax(max_span, (unsigned long long)(ends[a] - (ends[a0] - counts[a0])));
+}
+
+// first task of the first block row that starts at or after task t
+__device__ long long row_start_at_or_after(const u64* a_keys, long long a_nblocks,
+                                           const long long* ends, const long long* counts,
+                                           long long t, long long ntasks) {
+    if (t >= ntasks) return ntasks;
+    const long long a = owner_of(ends, a_nblocks, t);
+    const u64 i = block_row(a_keys[a]);
+    const long long a0 = lower_bound(a_keys, a_nblocks, i << 32);
+    if (ends[a0] - counts[a0] == t) return t;
+    if (i == 0xffffffffull) return ntasks;
+    const long long a1 = lower_bound(a_keys, a_nblocks, (i + 1) << 32);
+    return a1 < a_nblocks ? ends[a1] - counts[a1] : ntasks;
+}
+
+// Sort each chunk of whole block rows of the task codes in shared memory.
+//   u64       codes[ntasks]     - in/out
+//   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
+//   char      in_long[ntasks]   - out: 1 for the tasks of such a chunk, else 0
+// Launch: one thread block of BMSPARSE_SORT_THREADS threads per chunk of
+// BMSPARSE_SORT_CHUNK tasks. Bitonic sort: O(L log^2 L) per chunk of L tasks.
+extern "C" __global__ void __launch_bounds__(BMSPARSE_SORT_THREADS)
+bmsparse_tasks_sort_chunks(
+    u64* __restrict__ codes, long long ntasks, const u64* __restrict__ a_keys,
+    long long a_nblocks, const long long* __restrict__ ends,
+    const long long* __restrict__ counts, char* __restrict__ in_long)
+{
+    __shared__ u64 tile[BMSPARSE_SORT_CAPACITY];
+    const long long k = blockIdx.x;
+    const long long lo = row_start_at_or_after(a_keys, a_nblocks, ends, counts,
+                                               k * BMSPARSE_SORT_CHUNK, ntasks);
+    const long long hi = row_start_at_or_after(a_keys, a_nblocks, ends, counts,
+                                               (k + 1) * BMSPARSE_SORT_CHUNK, ntasks);
+    const long long len = hi > lo ? hi - lo : 0;
+    const char is_long = len > BMSPARSE_SORT_CAPACITY;
+    for (long long s = lo + threadIdx.x; s < hi; s += blockDim.x) in_long[s] = is_long;
+    if (len <= 1 || is_long) return;
+    int size = 2;
+    while (size < len) size <<= 1;
+    for (int s = threadIdx.x; s < size; s += blockDim.x) tile[s] = s < len ? codes[lo + s] : ~0ull;
+    __syncthreads();
+    for (int width = 2; width <= size; width <<= 1) {
+        for (int stride = width >> 1; stride > 0; stride >>= 1) {
+            for (int s = threadIdx.x; s < size; s += blockDim.x) {
+                const int partner = s ^ stride;
+                if (partner > s) {
+                    const u64 x = tile[s], y = tile[partner];
+                    const bool ascending = (s & width) == 0;
+                    if ((x > y) == ascending) { tile[s] = y; tile[partner] = x; }
+                }
+            }
+            __syncthreads();
+        }
+    }
+    for (int s = threadIdx.x; s < len; s += blockDim.x) codes[lo + s] = tile[s];
 }

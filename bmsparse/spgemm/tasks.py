@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import _kernels
 from .._format import COL_MASK, KEY_SHIFT
-from .._primitives import stable_argsort
+from .._primitives import cumsum, stable_argsort
 from .._sputils import get_array_module
 
 _KERNELS = "spgemm/tasks.cu"
@@ -38,7 +38,13 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_expand": (),
     "bmsparse_tasks_unpack": (),
     "bmsparse_tasks_heads": (),
+    "bmsparse_tasks_spans": (),
+    "bmsparse_tasks_sort_chunks": (),
 })
+
+#: tasks per chunk of the shared-memory sort; matches BMSPARSE_SORT_CHUNK
+SORT_CHUNK = 2048
+_SORT_THREADS = 256
 
 #: width of the packed sort code; tests lower it to reach the argsort path
 PACKED_SORT_BITS = 64
@@ -85,23 +91,67 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int) -> TaskList:
     """
     xp = get_array_module(a_keys, b_keys)
     lo, counts = ranges(a_keys, b_keys)
-    ends = xp.cumsum(counts)
-    ntasks = int(ends[-1]) if ends.size else 0  # sync: size of the task list
+    ends = cumsum(xp, counts)
+    ntasks, max_span = _sizes(xp, a_keys, ends, counts)  # sync: size of the task list
     col_bits = max((col_bound - 1).bit_length(), 1)
     task_bits = max((ntasks - 1).bit_length(), 1)
     if max((row_bound - 1).bit_length(), 1) + col_bits + task_bits <= PACKED_SORT_BITS:
         codes = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
-        sorted_codes, order = xp.sort(codes), None
+        sorted_codes, order = sort_codes(codes, a_keys, ends, counts, max_span), None
     else:
         col_bits, task_bits = KEY_SHIFT, 0
         full = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
         order = stable_argsort(xp, full)
         sorted_codes = full[order]
     task_a, task_b, heads = unpack(sorted_codes, order, task_bits, ends, lo, counts)
-    rank = xp.cumsum(heads)
+    rank = cumsum(xp, heads)
     c_nblocks = int(rank[-1]) if ntasks else 0  # sync: number of output blocks
     c_ptr, c_keys = run_heads(sorted_codes, heads, rank, c_nblocks, col_bits, task_bits)
     return TaskList(task_a, task_b, c_keys, c_ptr)
+
+
+def _sizes(xp: Any, a_keys: Any, ends: Any, counts: Any) -> tuple[int, int]:
+    """Number of tasks and the most tasks of one block row (0 on the host)."""
+    if ends.shape[0] == 0:
+        return 0, 0
+    if xp is np:
+        return int(ends[-1]), 0
+    n = a_keys.shape[0]
+    out = xp.zeros(2, dtype=xp.uint64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
+    _kernels.launch(kernel, n, (a_keys, n, ends, counts, out[1:]))
+    out[0] = ends[-1]
+    ntasks, max_span = (int(v) for v in out.tolist())  # sync: both sizes in one read
+    return ntasks, max_span
+
+
+def sort_codes(codes: Any, a_keys: Any, ends: Any, counts: Any, max_span: int) -> Any:
+    """The task codes, sorted.
+
+    On the GPU each chunk of whole block rows is sorted in shared memory by
+    one thread block; chunks longer than it holds (block rows of more than
+    ``SORT_CHUNK`` tasks) then get one global sort of just their codes.
+    """
+    xp = get_array_module(codes, a_keys, ends, counts)
+    if xp is np:
+        return np.sort(codes)
+    ntasks = codes.shape[0]
+    codes = codes.copy()
+    if ntasks == 0:
+        return codes
+    nchunks = -(-ntasks // SORT_CHUNK)
+    in_long = xp.empty(ntasks, dtype=xp.int8)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_sort_chunks")
+    _kernels.launch(kernel, nchunks * _SORT_THREADS, (
+        codes, ntasks, a_keys, a_keys.shape[0], ends, counts, in_long),
+        block=_SORT_THREADS)
+    if max_span > SORT_CHUNK:
+        positions = xp.flatnonzero(in_long)  # sync: how many codes the long chunks hold
+        if positions.size:
+            # the long chunks hold disjoint block rows in order, so one sort
+            # of their codes together sorts each
+            codes[positions] = xp.sort(codes[positions])
+    return codes
 
 
 def ranges(a_keys: Any, b_keys: Any) -> tuple[Any, Any]:

@@ -135,12 +135,11 @@ extern "C" __global__ void bmsparse_tasks_heads(
     c_keys[q] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
 }
 
-#ifndef BMSPARSE_SORT_CHUNK
-#define BMSPARSE_SORT_CHUNK 2048
+// a chunk holds the block rows that start inside its `chunk` tasks, so up to
+// twice that when no block row is longer than a chunk
+#ifndef BMSPARSE_SORT_CAPACITY
+#define BMSPARSE_SORT_CAPACITY 4096
 #endif
-// a chunk holds the block rows that start inside its BMSPARSE_SORT_CHUNK
-// tasks, so up to twice that when no block row is longer than a chunk
-#define BMSPARSE_SORT_CAPACITY (2 * BMSPARSE_SORT_CHUNK)
 #ifndef BMSPARSE_SORT_THREADS
 #define BMSPARSE_SORT_THREADS 256
 #endif
@@ -175,22 +174,22 @@ __device__ long long row_start_at_or_after(const u64* a_keys, long long a_nblock
 
 // Sort each chunk of whole block rows of the task codes in shared memory.
 //   u64       codes[ntasks]     - in/out
+//   long long chunk             - tasks per chunk, at most BMSPARSE_SORT_CAPACITY / 2
 //   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
 //   char      in_long[ntasks]   - out: 1 for the tasks of such a chunk, else 0
-// Launch: one thread block of BMSPARSE_SORT_THREADS threads per chunk of
-// BMSPARSE_SORT_CHUNK tasks. Bitonic sort: O(L log^2 L) per chunk of L tasks.
+// Launch: one thread block of BMSPARSE_SORT_THREADS threads per chunk. Bitonic sort: O(L log^2 L) per chunk of L tasks.
 extern "C" __global__ void __launch_bounds__(BMSPARSE_SORT_THREADS)
 bmsparse_tasks_sort_chunks(
-    u64* __restrict__ codes, long long ntasks, const u64* __restrict__ a_keys,
+    u64* __restrict__ codes, long long ntasks, long long chunk, const u64* __restrict__ a_keys,
     long long a_nblocks, const long long* __restrict__ ends,
     const long long* __restrict__ counts, char* __restrict__ in_long)
 {
     __shared__ u64 tile[BMSPARSE_SORT_CAPACITY];
     const long long k = blockIdx.x;
     const long long lo = row_start_at_or_after(a_keys, a_nblocks, ends, counts,
-                                               k * BMSPARSE_SORT_CHUNK, ntasks);
+                                               k * chunk, ntasks);
     const long long hi = row_start_at_or_after(a_keys, a_nblocks, ends, counts,
-                                               (k + 1) * BMSPARSE_SORT_CHUNK, ntasks);
+                                               (k + 1) * chunk, ntasks);
     const long long len = hi > lo ? hi - lo : 0;
     const char is_long = len > BMSPARSE_SORT_CAPACITY;
     for (long long s = lo + threadIdx.x; s < hi; s += blockDim.x) in_long[s] = is_long;

@@ -42,7 +42,8 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_sort_chunks": (),
 })
 
-#: tasks per chunk of the shared-memory sort; matches BMSPARSE_SORT_CHUNK
+#: tasks per chunk of the shared-memory sort (at most half its capacity of
+#: 4096 codes); tests lower it to reach the global-sort path
 SORT_CHUNK = 2048
 _SORT_THREADS = 256
 
@@ -143,7 +144,7 @@ def sort_codes(codes: Any, a_keys: Any, ends: Any, counts: Any, max_span: int) -
     in_long = xp.empty(ntasks, dtype=xp.int8)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_sort_chunks")
     _kernels.launch(kernel, nchunks * _SORT_THREADS, (
-        codes, ntasks, a_keys, a_keys.shape[0], ends, counts, in_long),
+        codes, ntasks, SORT_CHUNK, a_keys, a_keys.shape[0], ends, counts, in_long),
         block=_SORT_THREADS)
     if max_span > SORT_CHUNK:
         positions = xp.flatnonzero(in_long)  # sync: how many codes the long chunks hold

@@ -184,3 +184,12 @@ def test_deterministic_bits(xp):
         assert xp.array_equal(first.keys, again.keys)
         assert xp.array_equal(first.bitmaps, again.bitmaps)
         assert xp.array_equal(first.values.view(xp.uint64), again.values.view(xp.uint64))
+
+
+@pytest.mark.parametrize("chunk", [2048, 64, 4])
+def test_task_sort_chunks_and_long_rows(chunk, xp, monkeypatch):
+    from bmsparse.spgemm import tasks
+
+    monkeypatch.setattr(tasks, "SORT_CHUNK", chunk)
+    a = power_law(1500, 7)
+    assert_same_csr(run(a, a, xp), scipy_product(a, a))

@@ -81,14 +81,14 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
         clock.finish()
         return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape)
     nnz = int(c_offsets[-1])  # sync: size of the values
-    c_values, c_nonzero = multiply.multiply(a.bitmaps, a.offsets, a.values, b.bitmaps,
+    c_values, c_nonzero, zero_blocks = multiply.multiply(a.bitmaps, a.offsets, a.values, b.bitmaps,
                                             b.offsets, b.values, task_list.task_a,
                                             task_list.task_b, task_list.c_ptr, c_bitmaps,
                                             c_offsets, nnz)
     clock.lap("multiply")
     if not keep_zeros:
         c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
-            c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
+            c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)

@@ -21,7 +21,7 @@ _kernels.register(_KERNELS, {"bmsparse_compact_values": ("T",)})
 
 
 def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
-            c_nonzero: Any) -> tuple[Any, Any, Any, Any]:
+            c_nonzero: Any, zero_blocks: Any) -> tuple[Any, Any, Any, Any]:
     """Keep only the entries whose bit is set in ``c_nonzero``.
 
     Parameters
@@ -31,6 +31,8 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     c_values : T [nnz]
     c_nonzero : uint64 [c_nblocks]
         Subset of ``c_bitmaps``: the entries to keep.
+    zero_blocks : uint64 [1]
+        Number of blocks where ``c_nonzero`` differs from ``c_bitmaps``.
 
     Returns
     -------
@@ -43,9 +45,8 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     On the GPU it syncs once to learn whether anything is dropped, and once
     more to size the result when something is.
     """
-    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
-    changed = c_nonzero != c_bitmaps
-    if not bool(changed.any()):  # sync: most products drop nothing
+    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
+    if not int(zero_blocks[0]):  # sync: most products drop nothing
         return c_keys, c_bitmaps, c_offsets, c_values
     counts = popcount(c_nonzero)
     new_offsets = exclusive_scan(xp, counts)
@@ -55,8 +56,8 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     else:
         values = _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values,
                                new_nnz)
-    keep = c_nonzero != 0
-    offsets = xp.concatenate([new_offsets[:-1][keep], new_offsets[-1:]])
+    keep = xp.flatnonzero(c_nonzero)  # sync: number of blocks left
+    offsets = xp.concatenate([new_offsets[keep], new_offsets[-1:]])
     return c_keys[keep], c_nonzero[keep], offsets, values
 
 

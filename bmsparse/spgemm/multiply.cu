@@ -21,6 +21,8 @@
 //   long long c_nblocks              - number of output blocks
 //   T         c_values[c_nnz]        - out: values of C
 //   u64       c_nonzero[c_nblocks]   - out: the bits of c_bitmaps whose value is not exactly zero
+//   unsigned long long zero_blocks[1] - out: incremented for each block with a zero value
+//                                       (an integer count: the same on every run)
 //
 // Launch: 8 threads per output block (one per block row r; the 8 are
 // consecutive lanes of one warp), 1-D grid of 8 * c_nblocks threads. Row r of
@@ -40,7 +42,8 @@ __global__ void bmsparse_multiply_values(
     const long long* __restrict__ task_a, const long long* __restrict__ task_b,
     const long long* __restrict__ c_ptr, const u64* __restrict__ c_bitmaps,
     const long long* __restrict__ c_offsets, long long c_nblocks,
-    T* __restrict__ c_values, u64* __restrict__ c_nonzero)
+    T* __restrict__ c_values, u64* __restrict__ c_nonzero,
+    unsigned long long* __restrict__ zero_blocks)
 {
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long q = tid >> 3;
@@ -87,5 +90,8 @@ __global__ void bmsparse_multiply_values(
     u64 block_nonzero = (u64)nonzero << (r << 3);
 #pragma unroll
     for (int s = 1; s < 8; s <<= 1) block_nonzero |= __shfl_xor_sync(group, block_nonzero, s);
-    if (r == 0) c_nonzero[q] = block_nonzero;
+    if (r == 0) {
+        c_nonzero[q] = block_nonzero;
+        if (block_nonzero != c_bm) atomicAdd(zero_blocks, 1ull);
+    }
 }

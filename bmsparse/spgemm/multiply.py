@@ -22,7 +22,7 @@ _kernels.register(_KERNELS, {"bmsparse_multiply_values": ("T",)})
 def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
              b_bitmaps: Any, b_offsets: Any, b_values: Any,
              task_a: Any, task_b: Any, c_ptr: Any,
-             c_bitmaps: Any, c_offsets: Any, nnz: int) -> tuple[Any, Any]:
+             c_bitmaps: Any, c_offsets: Any, nnz: int) -> tuple[Any, Any, Any]:
     """Values of the output blocks and which of them are non-zero.
 
     Parameters
@@ -41,6 +41,8 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     c_values : T [nnz]
     c_nonzero : uint64 [c_nblocks]
         The bits of ``c_bitmaps`` whose value is not exactly zero.
+    zero_blocks : uint64 [1]
+        Number of blocks with a value that is exactly zero (0: nothing to compact).
     """
     xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, task_a, c_bitmaps)
     if xp is np:
@@ -57,11 +59,13 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
     c_nblocks = c_bitmaps.shape[0]
     c_values = cupy.empty(nnz, dtype=a_values.dtype)
     c_nonzero = cupy.empty(c_nblocks, dtype=cupy.uint64)
+    zero_blocks = cupy.zeros(1, dtype=cupy.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype)
     _kernels.launch(kernel, 8 * c_nblocks, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-        task_a, task_b, c_ptr, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero))
-    return c_values, c_nonzero
+        task_a, task_b, c_ptr, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero,
+        zero_blocks))
+    return c_values, c_nonzero, zero_blocks
 
 
 def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
@@ -87,7 +91,8 @@ def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_valu
     c_values = np.zeros(nnz, dtype=a_values.dtype)
     np.add.at(c_values, c_pos, a_values[a_pos] * b_values[b_pos])
     c_nonzero = _nonzero_bits(c_bitmaps, c_offsets, c_values)
-    return c_values, c_nonzero
+    zero_blocks = np.array([np.count_nonzero(c_nonzero != c_bitmaps)], dtype=np.uint64)
+    return c_values, c_nonzero, zero_blocks
 
 
 def _nonzero_bits(c_bitmaps: np.ndarray, c_offsets: np.ndarray,

@@ -1,0 +1,865 @@
+"""Shared measuring code for the benchmark scripts (``webbase.py``, ``suite.py``).
+
+``benchmarks/`` is not a package: a script puts its own folder on ``sys.path``
+and imports this module, which puts the repository root there too, so
+``python benchmarks/webbase.py`` works from a checkout without installing.
+
+What lives here:
+
+- the device: :func:`detect_device` (GPU through CuPy, else the CPU path with
+  the NumPy twins);
+- timing: :class:`Clock` (CUDA events for CuPy and torch, ``perf_counter`` on
+  the host) and :func:`time_call` / :func:`time_stages` (warm-up runs, then the
+  median of ``repeat`` runs);
+- peak memory: :class:`PeakMemory` (CuPy pool high-water through an allocator
+  hook, torch's peak counter, or ``tracemalloc`` for NumPy buffers on the host);
+- the operands on either side (:class:`Side`), our pipeline pieces and the
+  peers (cuSPARSE through cupyx, torch.sparse, scipy);
+- the correctness check :func:`check_product`, :func:`count_multiplies`, the
+  memory footprint of Table 1, plain f-string tables and JSON output.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+from bmsparse import STAGES, BitmapMatrix, spgemm  # noqa: E402
+from bmsparse._sputils import cupy_available  # noqa: E402
+
+MIB = float(1 << 20)
+
+#: relative tolerance of the correctness check, by value dtype; the absolute
+#: tolerance is this times the largest magnitude of the reference product
+RTOL = {"float32": 1e-4, "complex64": 1e-4, "float64": 1e-10, "complex128": 1e-10}
+
+
+class UserError(Exception):
+    """A problem the user can fix (bad file, no network); printed as one line."""
+
+
+# --- device ------------------------------------------------------------------
+
+
+@dataclass
+class Device:
+    """Where our side runs: ``gpu`` True means CuPy on a CUDA device."""
+
+    gpu: bool
+    name: str
+    note: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"backend": "cuda" if self.gpu else "cpu", "name": self.name,
+                                "note": self.note, "numpy": np.__version__,
+                                "scipy": _version("scipy"), "python": sys.version.split()[0]}
+        if "torch" in sys.modules:
+            info["torch"] = _version("torch")
+        if self.gpu:
+            import cupy
+
+            info["cupy"] = cupy.__version__
+            try:
+                info["cuda_runtime"] = int(cupy.cuda.runtime.runtimeGetVersion())
+            except Exception:  # informational only
+                info["cuda_runtime"] = None
+        return info
+
+
+def _version(module: str) -> str | None:
+    try:
+        return __import__(module).__version__
+    except Exception:  # informational only
+        return None
+
+
+def detect_device(force_cpu: bool = False) -> Device:
+    """The GPU when CuPy sees one (and ``force_cpu`` is False), else the CPU path."""
+    import platform
+
+    cpu_name = platform.processor() or platform.machine() or "CPU"
+    if force_cpu:
+        return Device(False, cpu_name, "CPU path requested (--cpu)")
+    if not cupy_available():
+        try:
+            import cupy
+
+            why = "CuPy sees no CUDA device"
+        except Exception as exc:  # any import failure means no GPU
+            why = f"CuPy is not importable ({type(exc).__name__})"
+        return Device(False, cpu_name, why)
+    import cupy
+
+    try:
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        name = props["name"]
+        name = name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:  # the name is informational only
+        name = "CUDA device"
+    return Device(True, name)
+
+
+def free_memory() -> None:
+    """Drop garbage and give cached device blocks back (CuPy pool, torch cache)."""
+    gc.collect()
+    if "cupy" in sys.modules:
+        try:
+            import cupy
+
+            cupy.cuda.runtime.deviceSynchronize()
+            cupy.get_default_memory_pool().free_all_blocks()
+        except Exception:  # no device, nothing cached
+            pass
+    if "torch" in sys.modules:
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+        except Exception:  # nothing cached
+            pass
+
+
+def attempt(what: str, fn: Callable[[], Any]) -> tuple[Any, str | None]:
+    """``(fn(), None)``, or ``(None, "reason")`` with the traceback on stderr."""
+    try:
+        return fn(), None
+    except Exception as exc:  # a failed measurement is reported, not fatal
+        print(f"--- {what} failed:", file=sys.stderr)
+        traceback.print_exc(file=sys.stderr)
+        free_memory()
+        return None, f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
+
+
+# --- timing ------------------------------------------------------------------
+
+
+class Clock:
+    """Milliseconds between ``start()`` and ``stop()``.
+
+    ``kind`` "cupy" and "torch" record CUDA events on the current stream
+    after synchronizing the device, so work queued earlier is not counted;
+    "host" reads ``time.perf_counter``.
+    """
+
+    def __init__(self, kind: str):
+        if kind not in ("cupy", "torch", "host"):
+            raise ValueError(f"kind must be cupy, torch or host, got {kind!r}")
+        self.kind = kind
+
+    def sync(self) -> None:
+        if self.kind == "cupy":
+            import cupy
+
+            cupy.cuda.runtime.deviceSynchronize()
+        elif self.kind == "torch":
+            import torch
+
+            torch.cuda.synchronize()
+
+    def start(self) -> Any:
+        self.sync()
+        if self.kind == "cupy":
+            import cupy
+
+            event = cupy.cuda.Event()
+            event.record()
+            return event
+        if self.kind == "torch":
+            import torch
+
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def stop(self, start: Any) -> float:
+        if self.kind == "cupy":
+            import cupy
+
+            end = cupy.cuda.Event()
+            end.record()
+            end.synchronize()
+            return float(cupy.cuda.get_elapsed_time(start, end))
+        if self.kind == "torch":
+            import torch
+
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            end.synchronize()
+            return float(start.elapsed_time(end))
+        return (time.perf_counter() - start) * 1e3
+
+
+@dataclass
+class Timing:
+    ms: float
+    samples: list[float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ms": self.ms, "samples": self.samples}
+
+
+def time_call(fn: Callable[[], Any], clock: Clock, *, repeat: int, warmup: int) -> Timing:
+    """Median milliseconds of ``fn()`` over ``repeat`` runs after ``warmup`` runs.
+
+    Each result is dropped before the next run starts, so runs do not pile up
+    memory.
+    """
+    for _ in range(warmup):
+        fn()
+        clock.sync()
+    samples = []
+    for _ in range(max(1, repeat)):
+        start = clock.start()
+        out = fn()
+        samples.append(clock.stop(start))
+        del out
+    return Timing(statistics.median(samples), samples)
+
+
+def time_stages(a: BitmapMatrix, b: BitmapMatrix, clock: Clock, *, repeat: int,
+                warmup: int) -> dict[str, Timing]:
+    """Median per-stage milliseconds of ``spgemm(a, b, timings=...)`` (``STAGES``)."""
+    samples: dict[str, list[float]] = {s: [] for s in STAGES}
+    for i in range(warmup + max(1, repeat)):
+        timings: dict[str, float] = {}
+        clock.sync()
+        out = spgemm(a, b, timings=timings)
+        clock.sync()
+        del out
+        if i >= warmup:
+            for stage in STAGES:
+                samples[stage].append(float(timings.get(stage, math.nan)))
+    return {s: Timing(statistics.median(v), v) for s, v in samples.items()}
+
+
+# --- peak memory ---------------------------------------------------------------
+
+
+class PeakMemory:
+    """High-water mark of allocated bytes inside a ``with`` block.
+
+    ``kind``:
+
+    - "cupy": CuPy's default memory pool. CuPy has no peak counter, so while
+      the block runs the allocator is replaced by a hook that calls the pool's
+      ``malloc`` and records the running maximum of ``pool.used_bytes()``.
+      Cached free blocks are released on entry.
+    - "torch": ``torch.cuda.max_memory_allocated`` after
+      ``reset_peak_memory_stats``.
+    - "host": ``tracemalloc``, which sees NumPy's array buffers (and so
+      scipy's outputs), not memory that C++ code allocates privately.
+
+    After the block, ``peak`` is the high-water mark, ``baseline`` the level
+    on entry and ``extra = peak - baseline`` what the block needed on top of
+    its inputs (its output included, if still alive at the peak).
+    """
+
+    def __init__(self, kind: str):
+        if kind not in ("cupy", "torch", "host"):
+            raise ValueError(f"kind must be cupy, torch or host, got {kind!r}")
+        self.kind = kind
+        self.baseline = 0
+        self.peak = 0
+        self.extra = 0
+        self._high = 0
+        self._pool: Any = None
+        self._previous: Any = None
+        self._started_tracing = False
+
+    def __enter__(self) -> PeakMemory:
+        if self.kind == "cupy":
+            import cupy
+
+            cupy.cuda.runtime.deviceSynchronize()
+            pool = cupy.get_default_memory_pool()
+            pool.free_all_blocks()
+            self._pool = pool
+            self.baseline = self._high = int(pool.used_bytes())
+            get_allocator = getattr(cupy.cuda, "get_allocator", None)
+            self._previous = get_allocator() if get_allocator is not None else pool.malloc
+
+            def malloc(size: int) -> Any:
+                mem = pool.malloc(size)
+                used = pool.used_bytes()
+                if used > self._high:
+                    self._high = used
+                return mem
+
+            cupy.cuda.set_allocator(malloc)
+        elif self.kind == "torch":
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            self.baseline = int(torch.cuda.memory_allocated())
+        else:
+            gc.collect()
+            if not tracemalloc.is_tracing():
+                tracemalloc.start()
+                self._started_tracing = True
+            tracemalloc.reset_peak()
+            self.baseline = tracemalloc.get_traced_memory()[0]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.kind == "cupy":
+            import cupy
+
+            try:
+                cupy.cuda.runtime.deviceSynchronize()
+            finally:
+                cupy.cuda.set_allocator(self._previous)
+            self.peak = int(self._high)
+        elif self.kind == "torch":
+            import torch
+
+            torch.cuda.synchronize()
+            self.peak = int(torch.cuda.max_memory_allocated())
+        else:
+            self.peak = tracemalloc.get_traced_memory()[1]
+            if self._started_tracing:
+                tracemalloc.stop()
+        self.extra = max(0, self.peak - self.baseline)
+
+
+@dataclass
+class Measured:
+    """Median time, peak extra bytes and (optionally) the output of one call."""
+
+    timing: Timing
+    peak_bytes: int
+    result: Any = None
+
+
+def measure(fn: Callable[[], Any], clock: Clock, memory: str, *, repeat: int, warmup: int,
+            keep: bool = False) -> Measured:
+    """Time ``fn`` (warm-up, median), then run it once more inside PeakMemory.
+
+    With ``keep``, the output of that last run is returned in ``result``.
+    """
+    timing = time_call(fn, clock, repeat=repeat, warmup=warmup)
+    free_memory()
+    with PeakMemory(memory) as peak:
+        out = fn()
+    return Measured(timing, peak.extra, out if keep else None)
+
+
+# --- operands on either side -------------------------------------------------------
+
+
+class Side:
+    """Our operands and pipeline on the GPU (CuPy) or on the host (NumPy twins)."""
+
+    def __init__(self, device: Device):
+        self.gpu = device.gpu
+        self.clock = Clock("cupy" if self.gpu else "host")
+        self.memory = "cupy" if self.gpu else "host"
+
+    def transfer_coo(self, coo: sp.coo_array) -> tuple[Any, Any, Any]:
+        """The COO arrays on our side (host -> device copies on the GPU)."""
+        rows, cols, data = coo.row, coo.col, coo.data
+        if not self.gpu:
+            return rows, cols, data
+        import cupy
+
+        return cupy.asarray(rows), cupy.asarray(cols), cupy.asarray(data)
+
+    def transfer_csr(self, a: sp.csr_array) -> tuple[Any, Any, Any]:
+        """The CSR arrays (indptr, indices, data) on our side."""
+        if not self.gpu:
+            return a.indptr, a.indices, a.data
+        import cupy
+
+        return cupy.asarray(a.indptr), cupy.asarray(a.indices), cupy.asarray(a.data)
+
+    def csr(self, a: sp.csr_array) -> Any:
+        """``a`` as a CSR matrix of our side: cupyx ``csr_matrix`` or the scipy array."""
+        if not self.gpu:
+            return a
+        return device_csr(a)
+
+    def bitmap_from_csr(self, m: Any) -> BitmapMatrix:
+        """CSR -> bitmap on our side (``from_cupyx`` on the GPU)."""
+        return BitmapMatrix.from_cupyx(m) if self.gpu else BitmapMatrix.from_scipy(m)
+
+    def to_host(self, c: BitmapMatrix) -> sp.csr_array:
+        """Our C as scipy CSR on the host (converted on the device, then copied)."""
+        if self.gpu:
+            return sp.csr_array(c.tocsr().get())
+        return sp.csr_array(c.tocsr())
+
+
+def device_csr(a: sp.csr_array) -> Any:
+    """A cupyx ``csr_matrix`` holding a copy of the canonical scipy CSR ``a``."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    m = csp.csr_matrix((cupy.asarray(a.data), cupy.asarray(a.indices), cupy.asarray(a.indptr)),
+                       shape=a.shape)
+    try:
+        m.has_canonical_format = True  # it came from canonical scipy CSR; spares a check
+    except Exception:  # older cupyx: the check runs once, in warm-up
+        pass
+    return m
+
+
+def canonical_csr(a: Any, dtype: Any = None) -> sp.csr_array:
+    """``a`` as a canonical scipy ``csr_array`` (int32 indices when they fit)."""
+    a = sp.csr_array(a, copy=True)
+    if dtype is not None and a.dtype != np.dtype(dtype):
+        a = a.astype(dtype)
+    a.sum_duplicates()
+    a.sort_indices()
+    limit = np.iinfo(np.int32).max
+    if max(a.nnz, a.shape[0], a.shape[1]) < limit and a.indices.dtype != np.int32:
+        a = sp.csr_array((a.data, a.indices.astype(np.int32), a.indptr.astype(np.int32)),
+                         shape=a.shape)
+    return a
+
+
+def count_multiplies(a: sp.csr_array, b: sp.csr_array) -> int:
+    """Scalar products ``a @ b`` takes: sum over k of nnz(a[:, k]) * nnz(b[k, :])."""
+    col_nnz = np.bincount(a.indices, minlength=a.shape[1]).astype(np.int64)
+    row_nnz = np.diff(b.indptr).astype(np.int64)
+    return int(col_nnz @ row_nnz)
+
+
+def gflops(multiplies: int, ms: float | None) -> float | None:
+    """2 * multiplies / time, in GFLOP/s (None without a time)."""
+    if ms is None or not ms > 0:
+        return None
+    return 2.0 * multiplies / (ms * 1e6)
+
+
+def speedup(theirs: float | None, ours: float | None) -> float | None:
+    """Their time over ours: above 1 means bmsparse is faster."""
+    if theirs is None or ours is None or not ours > 0:
+        return None
+    return theirs / ours
+
+
+def geomean(values: Sequence[float | None]) -> float | None:
+    good = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not good:
+        return None
+    return math.exp(sum(math.log(v) for v in good) / len(good))
+
+
+# --- our pipeline ------------------------------------------------------------------
+
+
+def ours_kernels(side: Side, a: BitmapMatrix, b: BitmapMatrix, *, repeat: int, warmup: int,
+                 keep: bool = False) -> Measured:
+    """bmsparse kernels only: BitmapMatrix in, BitmapMatrix out."""
+    return measure(lambda: spgemm(a, b), side.clock, side.memory, repeat=repeat,
+                   warmup=warmup, keep=keep)
+
+
+def ours_end_to_end(side: Side, a_csr: Any, b_csr: Any, *, repeat: int,
+                    warmup: int) -> Measured:
+    """CSR -> bitmap, spgemm, bitmap -> CSR, all on our side (``b_csr`` may be ``a_csr``)."""
+
+    def run() -> Any:
+        a = side.bitmap_from_csr(a_csr)
+        b = a if b_csr is a_csr else side.bitmap_from_csr(b_csr)
+        return spgemm(a, b).tocsr()
+
+    return measure(run, side.clock, side.memory, repeat=repeat, warmup=warmup)
+
+
+# --- peers ------------------------------------------------------------------------
+
+
+@dataclass
+class PeerRun:
+    """One peer at one dtype: median ms, peak extra bytes, its C on the host, or why not."""
+
+    impl: str
+    dtype: str
+    ms: float | None = None
+    samples: list[float] | None = None
+    peak_bytes: int | None = None
+    memory: str = "device"
+    error: str | None = None
+    result: sp.csr_array | None = None
+    note: str = ""
+
+    def as_dict(self, multiplies: int) -> dict[str, Any]:
+        return {"impl": self.impl, "dtype": self.dtype, "ms": self.ms, "samples": self.samples,
+                "gflops": gflops(multiplies, self.ms), "peak_bytes": self.peak_bytes,
+                "peak_memory": self.memory, "error": self.error, "note": self.note}
+
+
+def peer_cusparse(a: sp.csr_array, b: sp.csr_array, dtype: Any, *, repeat: int, warmup: int,
+                  keep: bool = False) -> PeerRun:
+    """cuSPARSE SpGEMM through cupyx.scipy.sparse: CSR @ CSR on the device."""
+    dtype = np.dtype(dtype)
+    run = PeerRun("cuSPARSE", dtype.name)
+    try:
+        import cupyx.scipy.sparse  # noqa: F401
+    except Exception as exc:  # reported as n/a
+        run.error = f"cupyx not importable ({type(exc).__name__})"
+        return run
+
+    def go() -> PeerRun:
+        da = device_csr(a.astype(dtype, copy=False))
+        db = da if b is a else device_csr(b.astype(dtype, copy=False))
+        got = measure(lambda: da @ db, Clock("cupy"), "cupy", repeat=repeat, warmup=warmup,
+                      keep=keep)
+        run.ms, run.samples, run.peak_bytes = got.timing.ms, got.timing.samples, got.peak_bytes
+        if keep:
+            run.result = sp.csr_array(got.result.get())
+        return run
+
+    _, run.error = attempt(f"cuSPARSE {dtype.name}", go)
+    free_memory()
+    return run
+
+
+_TORCH_DTYPES = ("float32", "float64", "complex64", "complex128")
+
+
+def peer_torch(a: sp.csr_array, b: sp.csr_array, dtype: Any, *, repeat: int, warmup: int,
+               keep: bool = False) -> PeerRun:
+    """torch.sparse CSR @ CSR on CUDA (``torch.sparse.mm``), if torch is importable."""
+    dtype = np.dtype(dtype)
+    run = PeerRun("torch.sparse", dtype.name)
+    try:
+        import torch
+    except Exception as exc:  # optional peer
+        run.error = f"torch not importable ({type(exc).__name__})"
+        return run
+    if dtype.name not in _TORCH_DTYPES:
+        run.error = f"dtype {dtype.name} not benchmarked with torch"
+        return run
+    try:
+        if not torch.cuda.is_available():
+            run.error = "torch sees no CUDA device"
+            return run
+    except Exception as exc:  # a broken CUDA setup is reported
+        run.error = f"torch.cuda failed ({type(exc).__name__}: {exc})"
+        return run
+    torch_dtype = getattr(torch, dtype.name)
+    dev = torch.device("cuda")
+
+    def tensor(m: sp.csr_array, index_dtype: Any) -> Any:
+        crow = torch.from_numpy(np.ascontiguousarray(m.indptr, dtype=index_dtype)).to(dev)
+        col = torch.from_numpy(np.ascontiguousarray(m.indices, dtype=index_dtype)).to(dev)
+        val = torch.from_numpy(np.ascontiguousarray(m.data, dtype=dtype)).to(dev)
+        return torch.sparse_csr_tensor(crow, col, val, size=tuple(m.shape), dtype=torch_dtype,
+                                       device=dev)
+
+    def go() -> PeerRun:
+        # cuSPARSE's SpGEMM wants 32-bit indices; torch may convert int64 itself
+        problems = []
+        for index_dtype in (np.int32, np.int64):
+            try:
+                ta = tensor(a, index_dtype)
+                tb = ta if b is a else tensor(b, index_dtype)
+                torch.sparse.mm(ta, tb)
+                torch.cuda.synchronize()
+                break
+            except Exception as exc:  # try the other index type
+                problems.append(f"{np.dtype(index_dtype).name}: {type(exc).__name__}: "
+                                f"{' '.join(str(exc).split())[:120]}")
+                ta = tb = None
+                free_memory()
+        else:
+            raise RuntimeError("; ".join(problems))
+        run.note = f"{np.dtype(index_dtype).name} indices"
+        got = measure(lambda: torch.sparse.mm(ta, tb), Clock("torch"), "torch", repeat=repeat,
+                      warmup=warmup, keep=keep)
+        run.ms, run.samples, run.peak_bytes = got.timing.ms, got.timing.samples, got.peak_bytes
+        if keep:
+            c = got.result
+            if c.layout != torch.sparse_csr:
+                c = c.to_sparse_csr()
+            run.result = sp.csr_array((c.values().cpu().numpy(), c.col_indices().cpu().numpy(),
+                                       c.crow_indices().cpu().numpy()), shape=tuple(c.shape))
+        return run
+
+    _, run.error = attempt(f"torch.sparse {dtype.name}", go)
+    free_memory()
+    return run
+
+
+def peer_scipy(a: sp.csr_array, b: sp.csr_array, dtype: Any, *, repeat: int, warmup: int,
+               keep: bool = False) -> PeerRun:
+    """scipy.sparse CSR @ CSR on the host (one thread); peak memory from tracemalloc."""
+    dtype = np.dtype(dtype)
+    run = PeerRun("scipy", dtype.name, memory="host")
+    a = a.astype(dtype, copy=False)
+    b = a if b is a else b.astype(dtype, copy=False)
+
+    def go() -> PeerRun:
+        got = measure(lambda: a @ b, Clock("host"), "host", repeat=repeat, warmup=warmup,
+                      keep=keep)
+        run.ms, run.samples, run.peak_bytes = got.timing.ms, got.timing.samples, got.peak_bytes
+        if keep:
+            run.result = sp.csr_array(got.result)
+        return run
+
+    _, run.error = attempt(f"scipy {dtype.name}", go)
+    return run
+
+
+# --- correctness ---------------------------------------------------------------------
+
+
+def check_product(ours: sp.csr_array, theirs: sp.csr_array, dtype: Any) -> dict[str, Any]:
+    """Compare our C with a peer's C: shape, structure, then values.
+
+    Both are made canonical (duplicates summed, indices sorted) and stored
+    zeros are dropped: cuSPARSE keeps entries that cancel to zero, we and
+    scipy drop them. Values match when every ``|ours - theirs| <= rtol *
+    |theirs| + rtol * max|theirs|`` (``rtol`` from ``RTOL``). Entries that are
+    in one structure only count as differences of their full value, so a
+    value that summed to a tiny non-zero on one side and exactly zero on the
+    other still matches within that tolerance; ``structure`` then says
+    "near-zero differences" rather than "identical".
+    """
+    dtype = np.dtype(dtype)
+    rtol = RTOL.get(dtype.name, 1e-10)
+    got = canonical_csr(ours)
+    want = canonical_csr(theirs)
+    got.eliminate_zeros()
+    want.eliminate_zeros()
+    out: dict[str, Any] = {"shape": list(got.shape), "peer_shape": list(want.shape),
+                           "nnz": int(got.nnz), "peer_nnz": int(want.nnz), "rtol": rtol,
+                           "max_abs_err": None, "max_rel_err": None, "structure": "",
+                           "structure_differences": None, "match": False}
+    if got.shape != want.shape:
+        out["structure"] = "shapes differ"
+        return out
+    scale = float(np.abs(want.data).max()) if want.nnz else 1.0
+    atol = rtol * (scale if scale > 0 else 1.0)
+    same = (np.array_equal(got.indptr, want.indptr)
+            and np.array_equal(got.indices, want.indices))
+    if same:
+        diff = np.abs(got.data.astype(np.result_type(got.dtype, want.dtype))
+                      - want.data)
+        ref = np.abs(want.data)
+        out["structure_differences"] = 0
+        out["structure"] = "identical"
+        out["max_abs_err"] = float(diff.max(initial=0.0))
+        nonzero = ref > 0
+        out["max_rel_err"] = float((diff[nonzero] / ref[nonzero]).max(initial=0.0))
+        out["match"] = bool(np.all(diff <= rtol * ref + atol))
+        return out
+    # different structures: count the positions in one pattern only, and
+    # compare values through the difference matrix (scipy drops exact zeros)
+    ones_got = sp.csr_array((np.ones(got.nnz, np.int8), got.indices, got.indptr),
+                            shape=got.shape)
+    ones_want = sp.csr_array((np.ones(want.nnz, np.int8), want.indices, want.indptr),
+                             shape=want.shape)
+    only = ones_got - ones_want
+    only.eliminate_zeros()
+    out["structure_differences"] = int(only.nnz)
+    diff = abs(got - want)
+    out["max_abs_err"] = float(diff.max()) if diff.nnz else 0.0
+    out["match"] = out["max_abs_err"] <= atol
+    out["structure"] = ("near-zero differences" if out["match"]
+                        else f"{only.nnz} differing positions")
+    return out
+
+
+def describe_check(check: dict[str, Any]) -> str:
+    """One line: match/MISMATCH with the numbers."""
+    verdict = "match" if check["match"] else "MISMATCH"
+    parts = [f"nnz {check['nnz']:,} vs {check['peer_nnz']:,}", f"structure {check['structure']}"]
+    if check["shape"] != check["peer_shape"]:
+        parts.insert(0, f"shape {tuple(check['shape'])} vs {tuple(check['peer_shape'])}")
+    if check["max_rel_err"] is not None:
+        parts.append(f"max rel err {check['max_rel_err']:.2e}")
+    if check["max_abs_err"] is not None:
+        parts.append(f"max abs err {check['max_abs_err']:.2e}")
+    parts.append(f"rtol {check['rtol']:.0e}")
+    return f"{verdict} ({', '.join(parts)})"
+
+
+# --- memory footprint (Table 1) ------------------------------------------------------
+
+
+def footprint(a: sp.csr_array, usage: dict[str, int]) -> list[dict[str, Any]]:
+    """Bytes of COO, CSR and bitmap forms of ``a``, from the arrays actually allocated.
+
+    COO is ``a.tocoo()`` (row, col, data); CSR is indptr, indices, data;
+    ``usage`` is ``BitmapMatrix.memory_usage()``.
+    """
+    coo = a.tocoo()
+    coo_index = coo.row.nbytes + coo.col.nbytes
+    csr_index = a.indptr.nbytes + a.indices.nbytes
+    values = usage["values"]
+    return [
+        {"format": "COO", "what": f"row, col {coo.row.dtype.name} + data",
+         "all_bytes": coo_index + coo.data.nbytes, "index_bytes": coo_index},
+        {"format": "CSR", "what": f"indptr, indices {a.indices.dtype.name} + data",
+         "all_bytes": csr_index + a.data.nbytes, "index_bytes": csr_index},
+        {"format": "bitmap", "what": "keys + bitmaps + offsets + values (as stored)",
+         "all_bytes": usage["index"] + values, "index_bytes": usage["index"]},
+        {"format": "bitmap (paper)", "what": "keys + bitmaps + values (paper's count)",
+         "all_bytes": usage["index_paper"] + values, "index_bytes": usage["index_paper"]},
+    ]
+
+
+# --- printing and output ---------------------------------------------------------------
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None or (isinstance(ms, float) and math.isnan(ms)):
+        return "n/a"
+    return f"{ms:,.3f}" if ms < 1000 else f"{ms:,.1f}"
+
+
+def fmt_num(x: float | int | None, spec: str = ",") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return format(x, spec)
+
+
+def fmt_mib(nbytes: float | None) -> str:
+    return "n/a" if nbytes is None else f"{nbytes / MIB:,.2f}"
+
+
+def fmt_x(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}x"
+
+
+class Report:
+    """Prints lines to stdout, each prefixed with a label ("surrogate" for the surrogate)."""
+
+    def __init__(self, label: str = "", stream: Any = None):
+        self.label = label
+        self.stream = stream
+
+    def line(self, text: str = "") -> None:
+        if text and self.label:
+            text = f"{self.label} | {text}"
+        print(text, file=self.stream or sys.stdout, flush=True)
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[Any]],
+              title: str | None = None, left: Sequence[int] = (0,)) -> None:
+        """A plain-text table; columns in ``left`` are left-aligned, the others right."""
+        if title:
+            self.line(title)
+        for text in format_table(header, rows, left):
+            self.line(text)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]],
+                 left: Sequence[int] = (0,)) -> list[str]:
+    """Lines of a plain-text table (f-strings only; no tabulate)."""
+    cells = [[str(h) for h in header]] + [[str(c) for c in row] for row in rows]
+    ncols = max(len(r) for r in cells)
+    cells = [r + [""] * (ncols - len(r)) for r in cells]
+    widths = [max(len(r[i]) for r in cells) for i in range(ncols)]
+
+    def fmt(row: list[str]) -> str:
+        parts = [c.ljust(w) if i in left else c.rjust(w)
+                 for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        return "  ".join(parts).rstrip()
+
+    lines = [fmt(cells[0]), "  ".join("-" * w for w in widths)]
+    lines += [fmt(r) for r in cells[1:]]
+    return lines
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (Path, np.dtype)):
+        return str(x)
+    raise TypeError(f"cannot write {type(x).__name__} to JSON")
+
+
+def _clean(x: Any) -> Any:
+    """NaN and infinity become None, so the file is strict JSON."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def write_json(path: str | os.PathLike, data: dict[str, Any]) -> None:
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_clean(json.loads(json.dumps(data, default=_json_default))), indent=2,
+                      allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def matrix_label(path: str | os.PathLike) -> str:
+    """A matrix file's name without its extension (``webbase-1M.tar.gz`` -> ``webbase-1M``)."""
+    name = Path(os.fspath(path)).name
+    for suffix in (".tar.gz", ".tgz", ".mtx.gz", ".mtx", ".txt.gz", ".txt", ".csv.gz", ".csv",
+                   ".tsv.gz", ".tsv", ".edges.gz", ".edges", ".el.gz", ".el"):
+        if name.lower().endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+class Progress:
+    """A progress bar on stderr: tqdm when installed, else one plain line per step."""
+
+    def __init__(self, total: int, enabled: bool = True):
+        self.total = total
+        self.count = 0
+        self.enabled = enabled
+        self._bar: Any = None
+        self._start = time.perf_counter()
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, file=sys.stderr, unit="matrix")
+            except Exception:  # tqdm is optional
+                self._bar = None
+
+    def step(self, name: str) -> None:
+        """Announce the matrix about to run."""
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.set_description(name)
+        else:
+            elapsed = time.perf_counter() - self._start
+            print(f"[{self.count + 1}/{self.total}] {name} ... ({elapsed:.1f} s elapsed)",
+                  file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        self.count += 1
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

@@ -1,0 +1,277 @@
+"""Smoke tests of benchmarks/webbase.py and benchmarks/suite.py, and of their shared code.
+
+The scripts run as subprocesses, as a user runs them, on tiny inputs: the
+"cpu" path (``--cpu``) everywhere and the "gpu" path where there is a device.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+from bmsparse import STAGES
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO / "benchmarks"
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+
+sys.path.insert(0, str(BENCHMARKS))
+import common  # noqa: E402
+
+
+def run_script(script: str, *args: object, env: dict[str, str] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k != "BMSPARSE_SUITESPARSE_URL"}
+    full_env.update(PYTHONPATH=str(REPO), **(env or {}))
+    return subprocess.run([sys.executable, str(BENCHMARKS / script), *map(str, args)],
+                          cwd=REPO, env=full_env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def path_args(request) -> list[str]:
+    """Extra arguments choosing the CPU path (``--cpu``) or the GPU one."""
+    return ["--cpu"] if request.param == "cpu" else []
+
+
+def random_csr(m: int, n: int, nnz: int, seed: int) -> sp.csr_array:
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.integers(0, m, nnz), rng.integers(0, n, nnz)
+    a = sp.coo_array((rng.uniform(0.5, 1.5, nnz), (rows, cols)), shape=(m, n)).tocsr()
+    a.sum_duplicates()
+    return a
+
+
+def unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- webbase.py -------------------------------------------------------------------
+
+
+def test_webbase_surrogate_smoke(tmp_path, path_args):
+    out = tmp_path / "webbase.json"
+    proc = run_script("webbase.py", "--scale", "0.002", "--repeat", "1", "--json", out,
+                      *path_args)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["label"] == "surrogate"
+    assert data["matrix"]["surrogate"] is True
+    assert data["matrix"]["stats"]["n_rows"] == 2000
+    stages = data["table2"]["stages"]
+    assert set(STAGES) | {"transfer", "conversion", "total"} <= set(stages)
+    assert all(stages[s] is not None for s in (*STAGES, "conversion", "total"))
+    assert stages["total"] == pytest.approx(sum(stages[s] for s in STAGES))
+    assert [r["format"] for r in data["table1"]["rows"]] == [
+        "COO", "CSR", "bitmap", "bitmap (paper)"]
+    checks = data["correctness"]
+    assert checks and all(c["match"] for c in checks)
+    assert "scipy float64" in [c["against"] for c in checks]
+    ours = [r for r in data["comparison"] if r["impl"] == "bmsparse"]
+    assert {r["mode"].split(" (")[0] for r in ours} == {"kernels only", "end to end"}
+    assert all(r["ms"] > 0 for r in ours)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    assert lines and all("surrogate" in line for line in lines)
+
+
+@pytest.mark.gpu
+def test_webbase_gpu_checks_cusparse(tmp_path):
+    out = tmp_path / "webbase.json"
+    proc = run_script("webbase.py", "--scale", "0.002", "--repeat", "1", "--no-scipy",
+                      "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["device"]["backend"] == "cuda"
+    assert data["table2"]["stages"]["transfer"] is not None
+    assert data["correctness"][0]["against"] == "cuSPARSE float64"
+    assert all(c["match"] for c in data["correctness"])
+    cusparse = [r for r in data["comparison"] if r["impl"] == "cuSPARSE"]
+    assert sorted(r["dtype"] for r in cusparse) == ["float32", "float64"]
+    assert all(r["ms"] is not None and r["peak_bytes"] > 0 for r in cusparse)
+
+
+def test_webbase_reads_suitesparse_archive(tmp_path):
+    a = random_csr(40, 40, 150, seed=1)
+    folder = tmp_path / "tiny-web"
+    folder.mkdir()
+    scipy.io.mmwrite(folder / "tiny-web.mtx", a)
+    archive = tmp_path / "tiny-web.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname="tiny-web")
+    out = tmp_path / "out.json"
+    proc = run_script("webbase.py", "--matrix", archive, "--repeat", "1", "--warmup", "0",
+                      "--cpu", "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["label"] == "tiny-web"
+    assert data["matrix"]["surrogate"] is False
+    assert data["matrix"]["stats"]["nnz"] == a.nnz
+    assert data["matrix"]["nnz_product"] == (a @ a).nnz
+    assert data["correctness"] and all(c["match"] for c in data["correctness"])
+    assert "surrogate" not in proc.stdout
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_webbase_download_offline_fails_in_one_line(tmp_path, how):
+    url = f"http://127.0.0.1:{unused_port()}/MM"
+    args = ["--download", "--cache-dir", tmp_path / "cache", "--cpu"]
+    env = {}
+    if how == "option":
+        args += ["--download-url", url]
+    else:
+        env["BMSPARSE_SUITESPARSE_URL"] = url
+    proc = run_script("webbase.py", *args, env=env, timeout=120)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    message = proc.stderr.strip()
+    assert "\n" not in message
+    assert message.startswith("webbase.py: error: download of ")
+    assert "127.0.0.1" in message and "--matrix" in message
+
+
+def test_webbase_missing_matrix_file(tmp_path):
+    proc = run_script("webbase.py", "--matrix", tmp_path / "nope.mtx", "--cpu")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"webbase.py: error: --matrix {tmp_path / 'nope.mtx'}: " \
+                                  "no such file"
+
+
+@pytest.mark.skipif(HAVE_MATPLOTLIB, reason="matplotlib is installed")
+def test_webbase_plot_without_matplotlib(tmp_path):
+    proc = run_script("webbase.py", "--scale", "0.002", "--cpu", "--plot", tmp_path / "p.png")
+    assert proc.returncode == 2
+    assert "--plot needs matplotlib" in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.skipif(not HAVE_MATPLOTLIB, reason="matplotlib is not installed")
+def test_webbase_plot_writes_png(tmp_path):
+    png = tmp_path / "p.png"
+    proc = run_script("webbase.py", "--scale", "0.002", "--repeat", "1", "--warmup", "0",
+                      "--cpu", "--plot", png)
+    assert proc.returncode == 0, proc.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- suite.py ------------------------------------------------------------------------
+
+
+def test_suite_smoke(tmp_path, path_args):
+    folder = tmp_path / "matrices"
+    folder.mkdir()
+    square = random_csr(30, 30, 120, seed=2)
+    rect = random_csr(12, 7, 30, seed=3)
+    scipy.io.mmwrite(folder / "square.mtx", square)
+    scipy.io.mmwrite(folder / "rect.mtx", rect)
+    out = tmp_path / "suite.json"
+    proc = run_script("suite.py", folder, "--no-structured", "--repeat", "1", "--json", out,
+                      *path_args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(out.read_text())
+    rows = {r["name"]: r for r in data["rows"]}
+    assert sorted(rows) == ["rect", "square"]
+    assert rows["square"]["op"] == "A @ A"
+    assert rows["square"]["nnz_c"] == (square @ square).nnz
+    assert rows["rect"]["op"].startswith("A @ A.T")
+    assert rows["rect"]["nnz_c"] == (rect @ rect.T).nnz
+    assert all(r["match"] is True for r in rows.values())
+    assert all(r["ours_ms"] > 0 and r["peer_ms"] > 0 for r in rows.values())
+    assert data["geomean_speedup"] > 0
+    assert "geometric-mean speedup over 2 matrices" in proc.stdout
+    assert "A @ A.T (rectangular)" in proc.stdout
+
+
+def test_suite_only_filters(tmp_path):
+    folder = tmp_path / "matrices"
+    folder.mkdir()
+    for name, seed in (("one", 4), ("two", 5)):
+        scipy.io.mmwrite(folder / f"{name}.mtx", random_csr(10, 10, 20, seed))
+    out = tmp_path / "suite.json"
+    proc = run_script("suite.py", folder, "--no-structured", "--only", "two,three",
+                      "--repeat", "1", "--warmup", "0", "--cpu", "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["name"] for r in json.loads(out.read_text())["rows"]] == ["two"]
+    assert "no matrix named three" in proc.stdout
+
+
+def test_suite_missing_folder(tmp_path):
+    proc = run_script("suite.py", tmp_path / "nope", "--cpu")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"suite.py: error: {tmp_path / 'nope'}: no such folder"
+
+
+# --- common.py ------------------------------------------------------------------------
+
+
+def test_count_multiplies_matches_product_stats():
+    from bmsparse.generators import product_stats
+
+    a = random_csr(50, 50, 300, seed=6)
+    assert common.count_multiplies(a, a) == product_stats(a)["multiplies"]
+
+
+def test_count_multiplies_rectangular():
+    a = random_csr(9, 5, 20, seed=7)
+    pattern = (a != 0).astype(np.int64)
+    # A @ A.T multiplies: every column k pairs its entries with themselves
+    want = int((np.asarray(pattern.sum(axis=0)) ** 2).sum())
+    assert common.count_multiplies(a, sp.csr_array(a.T)) == want
+
+
+def test_check_product_drops_peer_zeros():
+    c = sp.csr_array(np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]))
+    # the peer kept an entry that cancelled to zero, as cuSPARSE does
+    peer = sp.csr_array((np.array([1.0, 0.0, 2.0, 3.0]), np.array([0, 1, 2, 1]),
+                         np.array([0, 3, 4])), shape=(2, 3))
+    check = common.check_product(c, peer, np.float64)
+    assert check["match"] is True
+    assert check["structure"] == "identical"
+    assert (check["nnz"], check["peer_nnz"]) == (3, 3)
+
+
+def test_check_product_reports_mismatch():
+    c = random_csr(20, 20, 60, seed=9)
+    wrong = c.copy()
+    wrong.data[5] *= 1.001
+    check = common.check_product(c, wrong, np.float64)
+    assert check["match"] is False
+    assert check["max_rel_err"] == pytest.approx(1e-3 / 1.001, rel=1e-6)
+    assert common.describe_check(check).startswith("MISMATCH")
+
+
+def test_check_product_structure_difference():
+    c = random_csr(20, 20, 60, seed=10)
+    missing = c.copy()
+    missing.data[3] = 0.0
+    check = common.check_product(c, missing, np.float64)
+    assert check["match"] is False
+    assert check["structure_differences"] == 1
+    assert check["structure"] == "1 differing positions"
+
+
+def test_peak_memory_host_sees_numpy_buffers():
+    with common.PeakMemory("host") as peak:
+        buf = np.ones(1 << 20)
+        del buf
+    assert peak.extra >= 8 << 20
+
+
+def test_format_table_aligns():
+    lines = common.format_table(["name", "ms"], [["a", "1.5"], ["long name", "10.25"]])
+    assert lines == ["name          ms",
+                     "---------  -----",
+                     "a            1.5",
+                     "long name  10.25"]

@@ -118,6 +118,8 @@ class BitmapMatrix:
         shape : (int, int)
         """
         xp = get_array_module(keys, bitmaps, values)
+        keys, bitmaps = xp.ascontiguousarray(keys), xp.ascontiguousarray(bitmaps)
+        values = None if values is None else xp.ascontiguousarray(values)
         for name, arr in (("keys", keys), ("bitmaps", bitmaps)):
             if arr.dtype != np.uint64 or arr.ndim != 1:
                 raise ValueError(f"{name} must be a 1-D uint64 array, got {arr.ndim}-D "
@@ -151,8 +153,10 @@ class BitmapMatrix:
         """
         shape = check_shape(shape)
         xp = get_array_module(*(x for x in (rows, cols, values) if _is_array(x)))
-        # kernels read dense arrays: strided views (cupy.nonzero's) are copied
-        rows, cols = xp.ascontiguousarray(rows), xp.ascontiguousarray(cols)
+        # kernels read dense arrays: strided views (cupy.nonzero's) are copied;
+        # an empty list is an empty index array, as scipy takes it
+        rows, cols = (xp.ascontiguousarray(x) if _is_array(x) or len(x)
+                      else xp.zeros(0, dtype=xp.int64) for x in (rows, cols))
         if values is not None:
             values = xp.asarray(values)
             values = (xp.full(rows.shape, values, dtype=values.dtype) if values.ndim == 0
@@ -355,8 +359,10 @@ class BitmapMatrix:
         xp = self._xp()
         values = (xp.ones(self.nnz, dtype=dtype) if self.values is None
                   else self.values.astype(dtype))
-        return BitmapMatrix._from_blocks(self.keys, self.bitmaps, self.offsets, values,
-                                         self.shape)
+        index = (self.keys, self.bitmaps, self.offsets)
+        if copy:
+            index = tuple(a.copy() for a in index)
+        return BitmapMatrix._from_blocks(*index, values, self.shape)
 
     def _coo_indices(self) -> tuple[Any, Any]:
         return convert.bitmap_to_coo(self.keys, self.bitmaps, self.offsets, self.nnz)
@@ -366,6 +372,9 @@ class BitmapMatrix:
 
     def tocoo(self) -> Any:
         """COO form in the same library: scipy ``coo_array`` or cupyx ``coo_matrix``."""
+        if self.on_device and self.dtype not in _CUPYX_DTYPES:
+            raise TypeError(f"cupyx.scipy.sparse does not support dtype {self.dtype.name}; "
+                            f"use get().tocoo() or astype() first")
         rows, cols = self._coo_indices()
         if self.on_device:
             import cupyx.scipy.sparse as csp
@@ -381,8 +390,10 @@ class BitmapMatrix:
         Column indices come out sorted and without duplicates; no sort is
         needed.
         """
-        indptr, indices, data = convert.bitmap_to_csr(self.keys, self.bitmaps, self.offsets,
-                                                      self.values, self.shape, self.nnz)
+        if self.on_device and self.dtype not in _CUPYX_DTYPES:
+            raise TypeError(f"cupyx.scipy.sparse does not support dtype {self.dtype.name}; "
+                            f"use to_scipy() or astype() first")
+        indptr, indices, data = self._csr_arrays()
         if self.on_device:
             import cupyx.scipy.sparse as csp
 
@@ -394,14 +405,18 @@ class BitmapMatrix:
         out.has_sorted_indices = True
         return out
 
+    def _csr_arrays(self) -> tuple[Any, Any, Any]:
+        return convert.bitmap_to_csr(self.keys, self.bitmaps, self.offsets, self.values,
+                                     self.shape, self.nnz)
+
     def to_scipy(self) -> Any:
         """scipy.sparse ``csr_array`` on the host (converted on the GPU, then copied)."""
         if not self.on_device:
             return self.tocsr()
         import scipy.sparse as sp
 
-        c = self.tocsr()
-        out = sp.csr_array((c.data.get(), c.indices.get(), c.indptr.get()), shape=self.shape)
+        indptr, indices, data = self._csr_arrays()
+        out = sp.csr_array((data.get(), indices.get(), indptr.get()), shape=self.shape)
         out.has_sorted_indices = True
         return out
 
@@ -446,6 +461,11 @@ class BitmapMatrix:
         if _is_scipy_sparse(other) or _is_cupyx_sparse(other):
             return spgemm(BitmapMatrix(other), self)
         return NotImplemented
+
+
+#: value dtypes cupyx.scipy.sparse can hold
+_CUPYX_DTYPES = tuple(np.dtype(t) for t in ("bool", "float32", "float64", "complex64",
+                                             "complex128"))
 
 
 def _check_blocks(xp: Any, m: BitmapMatrix) -> None:

@@ -34,6 +34,14 @@ _kernels.register(_KERNELS, {
 
 Blocks = tuple[Any, Any, Any, Any]  # keys, bitmaps, offsets, values
 
+def check_index(name: str, a: Any) -> None:
+    """An index array must be 1-D and of an integer dtype."""
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an integer array, got {a.dtype.name}")
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got {a.ndim}-D")
+
+
 def check_coo(rows: Any, cols: Any, values: Any) -> None:
     """Validate the types and lengths of COO input (ranges are checked while sorting).
 
@@ -44,11 +52,8 @@ def check_coo(rows: Any, cols: Any, values: Any) -> None:
     ValueError
         Arrays of different lengths or dimensions.
     """
-    for name, a in (("rows", rows), ("cols", cols)):
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"{name} must be an integer array, got {a.dtype.name}")
-        if a.ndim != 1:
-            raise ValueError(f"{name} must be 1-D, got {a.ndim}-D")
+    check_index("rows", rows)
+    check_index("cols", cols)
     if rows.shape != cols.shape:
         raise ValueError(f"rows and cols must have the same length, got "
                          f"{rows.shape[0]} and {cols.shape[0]}")
@@ -109,13 +114,48 @@ def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]
         As for :func:`coo_to_bitmap`.
     """
     xp = get_array_module(indptr, indices, values)
-    check_coo(indices, indices, values)
+    check_index("indptr", indptr)
+    check_index("indices", indices)
+    if values is not None:
+        check_coo(indices, indices, values)
     if indptr.shape != (shape[0] + 1,):
         raise ValueError(f"indptr must have length nrows + 1 = {shape[0] + 1}, "
                          f"got {indptr.shape[0]}")
-    entries = _sorted_entries(xp, None, indices, indptr, shape)
-    return _to_blocks(xp, entries, values, lambda: _range_message(
-        xp, _csr_rows(xp, indptr), indices, shape))
+    keys, bits, order, entry_heads, block_heads, errors = _sorted_entries(
+        xp, None, indices, indptr, shape)
+    errors = errors | _indptr_errors(xp, indptr, indices.shape[0])
+
+    def explain() -> str:
+        return _indptr_message(xp, indptr, indices.shape[0]) or _range_message(
+            xp, _csr_rows(xp, indptr), indices, shape)
+
+    return _to_blocks(xp, (keys, bits, order, entry_heads, block_heads, errors), values,
+                      explain)
+
+
+#: error bit of an indptr that does not start at 0, decreases or does not end at nnz
+_INDPTR_ERROR = 16
+
+
+def _indptr_errors(xp: Any, indptr: Any, nnz: int) -> Any:
+    """The error word (int32 [1]) of an indptr, computed without a sync."""
+    indptr = indptr.astype(xp.int64)
+    bad = (indptr[0] != 0) | (indptr[-1] != nnz) | (indptr[1:] < indptr[:-1]).any()
+    return (bad.astype(xp.int32) * _INDPTR_ERROR).reshape(1)
+
+
+def _indptr_message(xp: Any, indptr: Any, nnz: int) -> str | None:
+    indptr = indptr.astype(xp.int64)
+    first, last = int(indptr[0]), int(indptr[-1])
+    if first != 0:
+        return f"indptr must start at 0, got {first}"
+    if last != nnz:
+        return f"indptr must end at the number of indices {nnz}, got {last}"
+    drops = xp.flatnonzero(indptr[1:] < indptr[:-1])
+    if drops.size:
+        k = int(drops[0])
+        return f"indptr must be non-decreasing, but indptr[{k}] > indptr[{k + 1}]"
+    return None
 
 
 def _code_widths(shape: tuple[int, int], n: int) -> tuple[int, int, int]:
@@ -138,6 +178,10 @@ def _sorted_entries(xp: Any, rows: Any, cols: Any, indptr: Any,
         codes, errors = _codes(xp, rows, cols, indptr, shape, col_bits, entry_bits)
         return (*_unpack_codes(xp, xp.sort(codes), col_bits, entry_bits), errors)
     if rows is None:
+        if int(_indptr_errors(xp, indptr, n)[0]):  # sync: rare path, huge shapes only
+            zeros = xp.zeros(n, dtype=xp.int64)
+            return (zeros.astype(xp.uint64), zeros, zeros, zeros, zeros,
+                    xp.zeros(1, dtype=xp.int32))
         rows = _csr_rows(xp, indptr)
     return (*_sort_by_argsort(xp, rows, cols), _range_errors(xp, rows, cols, shape))
 
@@ -148,8 +192,10 @@ def _csr_rows(xp: Any, indptr: Any) -> Any:
     if xp is np:
         return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
     # cupy.repeat wants host counts; a scan of row starts does it on the device
+    import cupyx
+
     starts = xp.zeros(int(indptr[-1]) + 1, dtype=xp.int64)  # sync: nnz
-    xp.add.at(starts, indptr[1:-1].astype(xp.int64), 1)
+    cupyx.scatter_add(starts, indptr[1:-1].astype(xp.int64), 1)
     return xp.cumsum(starts[:-1])
 
 
@@ -169,14 +215,16 @@ def _codes(xp, rows, cols, indptr, shape, col_bits, entry_bits):
     n = cols.shape[0]
     if xp is np:
         if rows is None:
-            rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(indptr))
+            if _indptr_errors(np, indptr, n)[0]:
+                return np.zeros(n, dtype=np.uint64), np.zeros(1, dtype=np.int32)
+            rows = _csr_rows(np, indptr)
         errors = _range_errors(np, rows, cols, shape)
         r, c = rows.astype(np.uint64), cols.astype(np.uint64)
         if errors[0]:
             return np.zeros(n, dtype=np.uint64), errors
         codes = ((r >> np.uint64(3)) << np.uint64(col_bits + 6 + entry_bits)) | (
             (c >> np.uint64(3)) << np.uint64(6 + entry_bits)) | (
-            bit_of(rows, cols).astype(np.uint64) << np.uint64(entry_bits)) | np.arange(
+            bit_of(r, c) << np.uint64(entry_bits)) | np.arange(
             n, dtype=np.uint64)
         return codes, errors
     codes = xp.empty(n, dtype=xp.uint64)
@@ -273,10 +321,15 @@ def _to_blocks(xp: Any, entries: tuple[Any, ...], values: Any,
 
 def _sum_entries(xp, order, values, entry_heads, entry_rank, nentries):
     if xp is np:
+        ordered = values[order]
         if nentries == order.shape[0]:
-            return values[order]
-        return np.add.reduceat(values[order], np.flatnonzero(entry_heads)).astype(
-            values.dtype, copy=False)
+            return ordered
+        # like the kernel: each run starts from its first value and adds the
+        # rest left to right (reduceat may sum pairwise)
+        heads = entry_heads.astype(bool)
+        out = ordered[heads]
+        np.add.at(out, entry_rank[~heads] - 1, ordered[~heads])
+        return out
     out = xp.empty(nentries, dtype=values.dtype)
     n = order.shape[0]
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_sum_entries", T=values.dtype)

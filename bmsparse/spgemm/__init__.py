@@ -71,24 +71,26 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
     task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
                             nblocks_along(b.shape[1]))
     clock.lap("tasks")
-    c_bitmaps, c_offsets = count.count(a.bitmaps, b.bitmaps, task_list.task_a,
+    c_bitmaps, c_offsets, empty_blocks = count.count(a.bitmaps, b.bitmaps, task_list.task_a,
                                        task_list.task_b, task_list.c_ptr)
     clock.lap("count")
     c_keys = task_list.c_keys
     if dtype == np.bool_:
         clock.lap("multiply")
+        c_keys, c_bitmaps, c_offsets = compact.drop_empty(c_keys, c_bitmaps, c_offsets,
+                                                          empty_blocks)
         clock.lap("compact")
         clock.finish()
         return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape)
     nnz = int(c_offsets[-1])  # sync: size of the values
-    c_values, c_nonzero, zero_blocks = multiply.multiply(a.bitmaps, a.offsets, a.values, b.bitmaps,
-                                            b.offsets, b.values, task_list.task_a,
-                                            task_list.task_b, task_list.c_ptr, c_bitmaps,
-                                            c_offsets, nnz)
+    c_values, c_nonzero, zero_blocks = multiply.multiply(
+        a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, task_list.task_a,
+        task_list.task_b, task_list.c_ptr, c_bitmaps, c_offsets, nnz)
     clock.lap("multiply")
-    if not keep_zeros:
-        c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
-            c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
+    if keep_zeros:  # keep every value, drop only the empty blocks
+        c_nonzero, zero_blocks = c_bitmaps, empty_blocks
+    c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
+        c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)

@@ -61,6 +61,24 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     return c_keys[keep], c_nonzero[keep], offsets, values
 
 
+def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any,
+               empty_blocks: Any) -> tuple[Any, Any, Any]:
+    """Remove blocks with an empty bitmap (pattern products have no values).
+
+    Parameters
+    ----------
+    c_keys, c_bitmaps : uint64 [c_nblocks]
+    c_offsets : int64 [c_nblocks + 1]
+    empty_blocks : uint64 [1]
+        Number of empty bitmaps (from the count stage).
+    """
+    xp = get_array_module(c_keys, c_bitmaps, c_offsets, empty_blocks)
+    if not int(empty_blocks[0]):  # sync: empty blocks are rare
+        return c_keys, c_bitmaps, c_offsets
+    keep = xp.flatnonzero(c_bitmaps)
+    return c_keys[keep], c_bitmaps[keep], xp.concatenate([c_offsets[keep], c_offsets[-1:]])
+
+
 def _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values, new_nnz):
     import cupy
 

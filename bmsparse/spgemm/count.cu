@@ -14,6 +14,8 @@
 //   long long c_nblocks              - number of output blocks
 //   u64       c_bitmaps[c_nblocks]   - out: bitmap of each output block
 //   long long c_nnz[c_nblocks]       - out: popcount of each output bitmap
+//   unsigned long long empty_blocks[1] - out: incremented for each empty bitmap (the
+//                                      pairs of a block can all have empty products)
 //
 // Launch: one thread per output block, 1-D grid.
 // Work: O(ntasks) bitwise operations. Deterministic (no atomics).
@@ -24,7 +26,8 @@ extern "C" __global__ void bmsparse_count_bitmaps(
     const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
     const long long* __restrict__ task_a, const long long* __restrict__ task_b,
     const long long* __restrict__ c_ptr, long long c_nblocks,
-    u64* __restrict__ c_bitmaps, long long* __restrict__ c_nnz)
+    u64* __restrict__ c_bitmaps, long long* __restrict__ c_nnz,
+    unsigned long long* __restrict__ empty_blocks)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
@@ -34,4 +37,5 @@ extern "C" __global__ void bmsparse_count_bitmaps(
     }
     c_bitmaps[q] = bitmap;
     c_nnz[q] = __popcll(bitmap);
+    if (!bitmap) atomicAdd(empty_blocks, 1ull);
 }

@@ -23,7 +23,7 @@ _LOW_BITS = np.uint64(0x0101010101010101)
 
 
 def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
-          c_ptr: Any) -> tuple[Any, Any]:
+          c_ptr: Any) -> tuple[Any, Any, Any]:
     """Bitmaps and value offsets of the output blocks.
 
     Parameters
@@ -39,14 +39,19 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
     c_bitmaps : uint64 [c_nblocks]
     c_offsets : int64 [c_nblocks + 1]
         Exclusive scan of the popcounts; ``c_offsets[-1]`` is nnz(C).
+    empty_blocks : uint64 [1]
+        Number of empty output bitmaps: a block's pairs can all have empty
+        Boolean products, and such blocks must be dropped.
     """
     xp = get_array_module(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
     if xp is np:
         c_bitmaps = _count_numpy(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
         c_nnz = popcount(c_bitmaps)
+        empty_blocks = np.array([np.count_nonzero(c_bitmaps == 0)], dtype=np.uint64)
     else:
-        c_bitmaps, c_nnz = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
-    return c_bitmaps, exclusive_scan(xp, c_nnz)
+        c_bitmaps, c_nnz, empty_blocks = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b,
+                                                     c_ptr)
+    return c_bitmaps, exclusive_scan(xp, c_nnz), empty_blocks
 
 
 def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
@@ -56,10 +61,11 @@ def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
     c_nblocks = c_ptr.shape[0] - 1
     c_bitmaps = cupy.empty(c_nblocks, dtype=cupy.uint64)
     c_nnz = cupy.empty(c_nblocks, dtype=cupy.int64)
+    empty_blocks = cupy.zeros(1, dtype=cupy.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_bitmaps")
     _kernels.launch(kernel, c_nblocks, (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
-                                        c_nblocks, c_bitmaps, c_nnz))
-    return c_bitmaps, c_nnz
+                                        c_nblocks, c_bitmaps, c_nnz, empty_blocks))
+    return c_bitmaps, c_nnz, empty_blocks
 
 
 def bool_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:

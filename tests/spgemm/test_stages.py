@@ -1,0 +1,513 @@
+"""Each SpGEMM stage on its own, against brute force on dense 8x8 blocks.
+
+Every stage gets brute-force inputs (not the previous stage's output), so a
+failure points at one stage. With the ``xp`` fixture the NumPy twin and the
+CUDA kernel are held to the same expectation: exactly for task lists, keys,
+bitmaps, offsets and non-zero masks; values with ``assert_allclose`` (the GPU
+fuses multiply-adds).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from bmsparse import BitmapMatrix
+from bmsparse._format import nblocks_along
+
+# `import bmsparse.spgemm.tasks as tasks_mod` would not work: the attribute
+# bmsparse.spgemm is the function spgemm, re-exported by bmsparse/__init__.py
+from bmsparse.spgemm import compact as compact_mod  # isort: skip
+from bmsparse.spgemm import count as count_mod  # isort: skip
+from bmsparse.spgemm import multiply as multiply_mod  # isort: skip
+from bmsparse.spgemm import tasks as tasks_mod  # isort: skip
+
+MASK = (1 << 32) - 1
+TOP = 1 << 63
+ALL_ONES = (1 << 64) - 1
+LAST = (1 << 32) - 1
+
+
+def host(a):
+    return a if isinstance(a, np.ndarray) else a.get()
+
+
+# --- brute force ---------------------------------------------------------------------
+
+
+def dense_block(bitmap: int) -> np.ndarray:
+    """8x8 bool block: element (r, c) is bit 8r + c."""
+    return np.array([(bitmap >> b) & 1 for b in range(64)], dtype=bool).reshape(8, 8)
+
+
+def bitmap_of(block: np.ndarray) -> int:
+    return sum(1 << b for b in range(64) if block.flat[b])
+
+
+def value_block(bitmap: int, values: np.ndarray) -> np.ndarray:
+    out = np.zeros(64, dtype=values.dtype)
+    out[[b for b in range(64) if (bitmap >> b) & 1]] = values
+    return out.reshape(8, 8)
+
+
+class Tasks(NamedTuple):
+    task_a: list[int]
+    task_b: list[int]
+    c_keys: list[int]
+    c_ptr: list[int]
+
+
+def brute_tasks(a_keys: list[int], b_keys: list[int]) -> Tasks:
+    """Every pair A(i, j), B(j, k), in task order (A block, then B block), then
+    sorted by output key (i, k) with ties in task order."""
+    pairs = [(ia, ib) for ia, ka in enumerate(a_keys) for ib, kb in enumerate(b_keys)
+             if ka & MASK == kb >> 32]
+
+    def out_key(p):
+        return (a_keys[p[0]] >> 32 << 32) | (b_keys[p[1]] & MASK)
+
+    pairs.sort(key=out_key)   # list.sort is stable
+    c_keys = sorted({out_key(p) for p in pairs})
+    c_ptr = [0]
+    for key in c_keys:
+        c_ptr.append(c_ptr[-1] + sum(out_key(p) == key for p in pairs))
+    return Tasks([p[0] for p in pairs], [p[1] for p in pairs], c_keys, c_ptr)
+
+
+def brute_count(a_bitmaps, b_bitmaps, t: Tasks) -> tuple[list[int], list[int]]:
+    c_bitmaps, c_offsets = [], [0]
+    for q in range(len(t.c_keys)):
+        acc = np.zeros((8, 8), dtype=bool)
+        for p in range(t.c_ptr[q], t.c_ptr[q + 1]):
+            a = dense_block(a_bitmaps[t.task_a[p]]).astype(int)
+            b = dense_block(b_bitmaps[t.task_b[p]]).astype(int)
+            acc |= (a @ b) > 0
+        c_bitmaps.append(bitmap_of(acc))
+        c_offsets.append(c_offsets[-1] + bin(c_bitmaps[-1]).count("1"))
+    return c_bitmaps, c_offsets
+
+
+def brute_multiply(a: BitmapMatrix, b: BitmapMatrix, t: Tasks, c_bitmaps: list[int]):
+    """Values of every output block from dense per-block products, and the bits
+    whose value is non-zero."""
+    values, nonzero = [], []
+    for q, bitmap in enumerate(c_bitmaps):
+        acc = np.zeros((8, 8), dtype=a.values.dtype)
+        for p in range(t.c_ptr[q], t.c_ptr[q + 1]):
+            ia, ib = t.task_a[p], t.task_b[p]
+            acc += (value_block(int(a.bitmaps[ia]), a.values[a.offsets[ia]:a.offsets[ia + 1]])
+                    @ value_block(int(b.bitmaps[ib]),
+                                  b.values[b.offsets[ib]:b.offsets[ib + 1]]))
+        bits = [bit for bit in range(64) if (bitmap >> bit) & 1]
+        values.extend(acc.flat[bits])
+        nonzero.append(sum(1 << bit for bit in bits if acc.flat[bit] != 0))
+    return np.array(values, dtype=a.values.dtype), nonzero
+
+
+# --- operands --------------------------------------------------------------------------
+
+
+class Case(NamedTuple):
+    m: int
+    k: int
+    n: int
+    a_density: float
+    b_density: float
+    seed: int
+
+
+CASES = {
+    "1x1": Case(1, 1, 1, 1.0, 1.0, 0),
+    "full-blocks": Case(8, 8, 8, 1.0, 1.0, 1),
+    "rectangular": Case(20, 30, 25, 0.1, 0.2, 2),
+    "long-inner": Case(9, 100, 17, 0.05, 0.05, 3),
+    "dense": Case(40, 40, 40, 0.3, 0.3, 4),
+    "many-blocks": Case(200, 200, 200, 0.004, 0.004, 5),
+    "outer-product": Case(33, 1, 41, 0.5, 0.5, 6),
+    "empty-a": Case(16, 16, 16, 0.0, 0.5, 7),
+    "empty-b": Case(16, 16, 16, 0.5, 0.0, 8),
+    "no-inner": Case(8, 0, 8, 0.0, 0.0, 9),
+    "no-rows": Case(0, 8, 8, 0.0, 0.5, 10),
+}
+WITH_TASKS = [name for name in CASES if name not in ("empty-a", "empty-b", "no-inner",
+                                                      "no-rows")]
+
+
+def operand(shape, density, dtype, rng, uniform=False) -> BitmapMatrix:
+    m, n = shape
+    nnz = int(round(density * m * n))
+    flat = rng.choice(m * n, size=nnz, replace=False) if m * n else np.zeros(0, np.int64)
+    rows, cols = np.divmod(flat, max(n, 1))
+    if uniform:
+        values = rng.uniform(0.5, 1.5, nnz)
+    else:
+        # small integers: every sum is exact, and many cancel to zero
+        values = rng.choice([-2, -1, 1, 2], nnz)
+    values = values.astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        values = values + 1j * rng.choice([-1, 0, 1], nnz)
+    return BitmapMatrix.from_coo(rows, cols, values, shape)
+
+
+def operands(name, dtype=np.float64, uniform=False) -> tuple[BitmapMatrix, BitmapMatrix]:
+    case = CASES[name]
+    rng = np.random.default_rng(case.seed)
+    a = operand((case.m, case.k), case.a_density, dtype, rng, uniform)
+    b = operand((case.k, case.n), case.b_density, dtype, rng, uniform)
+    return a, b
+
+
+def task_args(xp, a: BitmapMatrix, b: BitmapMatrix):
+    return (xp.asarray(a.keys), xp.asarray(b.keys), nblocks_along(a.shape[0]),
+            nblocks_along(b.shape[1]))
+
+
+def assert_task_list(got, want: Tasks):
+    task_a, task_b, c_keys, c_ptr = (host(x) for x in got)
+    assert (task_a.dtype, task_b.dtype, c_keys.dtype, c_ptr.dtype) == (
+        np.int64, np.int64, np.uint64, np.int64)
+    assert task_a.tolist() == want.task_a
+    assert task_b.tolist() == want.task_b
+    assert [int(k) for k in c_keys] == want.c_keys
+    assert c_ptr.tolist() == want.c_ptr
+
+
+# --- stage 1: tasks ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_tasks(name, xp):
+    a, b = operands(name)
+    got = tasks_mod.tasks(*task_args(xp, a, b))
+    want = brute_tasks([int(k) for k in a.keys], [int(k) for k in b.keys])
+    assert_task_list(got, want)
+    assert got.ntasks == len(want.task_a)
+
+
+def test_tasks_by_hand(xp):
+    # A has blocks (0,0) (0,2) (1,1); B has blocks (0,0) (0,1) (1,1) (2,0).
+    #   A(0,0) pairs with B(0,0), B(0,1)   -> tasks 0, 1 -> C(0,0), C(0,1)
+    #   A(0,2) pairs with B(2,0)           -> task 2     -> C(0,0)
+    #   A(1,1) pairs with B(1,1)           -> task 3     -> C(1,1)
+    # sorted by output key, ties in task order: C(0,0): tasks 0, 2; C(0,1): 1; C(1,1): 3
+    a_keys = np.array([0, 2, (1 << 32) | 1], dtype=np.uint64)
+    b_keys = np.array([0, 1, (1 << 32) | 1, 2 << 32], dtype=np.uint64)
+    got = tasks_mod.tasks(xp.asarray(a_keys), xp.asarray(b_keys), 2, 2)
+    assert_task_list(got, Tasks(task_a=[0, 1, 0, 2], task_b=[0, 3, 1, 2],
+                                c_keys=[0, 1, (1 << 32) | 1], c_ptr=[0, 2, 3, 4]))
+
+
+@pytest.mark.parametrize("row_bound,col_bound,argsorts", [
+    (1 << 32, 1 << 32, 1),          # 32 + 32 + task bits > 64: argsort
+    (1 << 31, 1 << 31, 0),          # 31 + 31 + 2 = 64 bits: packed, every bit used
+    ((1 << 31) + 1, 1 << 31, 1),    # 65 bits
+])
+def test_tasks_huge_block_indices(row_bound, col_bound, argsorts, xp, monkeypatch):
+    calls = spy_argsort(monkeypatch)
+    top = row_bound - 1
+    right = col_bound - 1
+    # A: (top, LAST), (top, 0); B: (0, right), (LAST, 0), (LAST, right), with LAST = 2**32 - 1
+    # the inner index LAST must not overflow the search for B's block row j + 1
+    a_keys = [top << 32, (top << 32) | LAST]
+    b_keys = [right, LAST << 32, (LAST << 32) | right]
+    got = tasks_mod.tasks(xp.asarray(np.array(a_keys, dtype=np.uint64)),
+                          xp.asarray(np.array(b_keys, dtype=np.uint64)), row_bound, col_bound)
+    assert_task_list(got, Tasks(task_a=[1, 0, 1], task_b=[1, 0, 2],
+                                c_keys=[top << 32, (top << 32) | right], c_ptr=[0, 1, 3]))
+    assert brute_tasks(a_keys, b_keys) == Tasks([1, 0, 1], [1, 0, 2],
+                                                 [top << 32, (top << 32) | right], [0, 1, 3])
+    assert len(calls) == argsorts
+
+
+def spy_argsort(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = tasks_mod.stable_argsort
+
+    def spy(xp, a):
+        calls.append(a.shape[0])
+        return real(xp, a)
+
+    monkeypatch.setattr(tasks_mod, "stable_argsort", spy)
+    return calls
+
+
+@pytest.mark.parametrize("name", WITH_TASKS)
+@pytest.mark.parametrize("bits", [0, 2])
+def test_packed_sort_and_argsort_give_the_same_tasks(name, bits, xp, monkeypatch):
+    a, b = operands(name)
+    args = task_args(xp, a, b)
+    calls = spy_argsort(monkeypatch)
+    packed = tasks_mod.tasks(*args)
+    assert calls == []
+    monkeypatch.setattr(tasks_mod, "PACKED_SORT_BITS", bits)
+    fallback = tasks_mod.tasks(*args)
+    assert len(calls) == 1
+    for got, want in zip(fallback, packed):
+        np.testing.assert_array_equal(host(got), host(want))
+    assert_task_list(fallback, brute_tasks([int(k) for k in a.keys],
+                                           [int(k) for k in b.keys]))
+
+
+# --- stage 2: count ---------------------------------------------------------------------
+
+
+def brute_inputs(name, dtype=np.float64, uniform=False):
+    a, b = operands(name, dtype, uniform)
+    t = brute_tasks([int(k) for k in a.keys], [int(k) for k in b.keys])
+    return a, b, t
+
+
+def as_xp(xp, values, dtype):
+    return xp.asarray(np.array(values, dtype=dtype))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_count(name, xp):
+    a, b, t = brute_inputs(name)
+    c_bitmaps, c_offsets, empty = count_mod.count(
+        xp.asarray(a.bitmaps), xp.asarray(b.bitmaps), as_xp(xp, t.task_a, np.int64),
+        as_xp(xp, t.task_b, np.int64), as_xp(xp, t.c_ptr, np.int64))
+    want_bitmaps, want_offsets = brute_count([int(x) for x in a.bitmaps],
+                                             [int(x) for x in b.bitmaps], t)
+    assert int(empty[0]) == want_bitmaps.count(0)
+    c_bitmaps, c_offsets = host(c_bitmaps), host(c_offsets)
+    assert c_bitmaps.dtype == np.uint64 and c_offsets.dtype == np.int64
+    assert [int(x) for x in c_bitmaps] == want_bitmaps
+    assert c_offsets.tolist() == want_offsets
+
+
+def test_count_by_hand(xp):
+    # one output block, two pairs:
+    #   A0 = (0,0) (0,7)       B0 = row 0 all ones          A0 B0 = row 0 all ones
+    #   A1 = (7,3)             B1 = (3,7)                   A1 B1 = (7,7), bit 63
+    #   A2 = (2,1)             B2 = (1,0)  (second block)   A2 B2 = (2,0), bit 16
+    a_bitmaps = np.array([1 | (1 << 7), 1 << 59, 1 << 17], dtype=np.uint64)
+    b_bitmaps = np.array([0xFF, 1 << 31, 1 << 8], dtype=np.uint64)
+    c_bitmaps, c_offsets, _ = count_mod.count(
+        xp.asarray(a_bitmaps), xp.asarray(b_bitmaps), as_xp(xp, [0, 1, 2], np.int64),
+        as_xp(xp, [0, 1, 2], np.int64), as_xp(xp, [0, 2, 3], np.int64))
+    assert [int(x) for x in host(c_bitmaps)] == [0xFF | TOP, 1 << 16]
+    assert host(c_offsets).tolist() == [0, 9, 10]
+
+
+def test_count_keeps_structurally_empty_products(xp):
+    # A(0,0) holds (0,0) only and B(0,0) holds (1,0) only: the pair exists, but
+    # column 0 of A meets row 0 of B, which is empty
+    c_bitmaps, c_offsets, empty = count_mod.count(
+        as_xp(xp, [1], np.uint64), as_xp(xp, [1 << 8], np.uint64), as_xp(xp, [0], np.int64),
+        as_xp(xp, [0], np.int64), as_xp(xp, [0, 1], np.int64))
+    assert [int(x) for x in host(c_bitmaps)] == [0]
+    assert int(empty[0]) == 1  # reported, so the caller drops the block
+    assert host(c_offsets).tolist() == [0, 0]
+
+
+SPECIAL = [0, 1, TOP, ALL_ONES, TOP | 1, 0xFF, 0xFF << 56, 0x0101010101010101,
+           0x8080808080808080, 0x8040201008040201, 0x0102040810204080, 0x5555555555555555]
+
+
+@pytest.mark.parametrize("p_set", [0.05, 0.2, 0.5, 0.9])
+def test_bool_product_random_against_dense_matmul(p_set):
+    rng = np.random.default_rng(int(p_set * 100))
+    bits = rng.random((300, 64)) < p_set
+    words = [sum(1 << int(b) for b in np.flatnonzero(row)) for row in bits]
+    a = np.array(words[:150], dtype=np.uint64)
+    b = np.array(words[150:], dtype=np.uint64)
+    got = count_mod.bool_product(a, b)
+    assert got.dtype == np.uint64
+    want = [bitmap_of((dense_block(x).astype(int) @ dense_block(y).astype(int)) > 0)
+            for x, y in zip(words[:150], words[150:])]
+    assert [int(x) for x in got] == want
+
+
+def test_bool_product_special_bitmaps_broadcast():
+    a = np.array(SPECIAL, dtype=np.uint64)
+    got = count_mod.bool_product(a[:, None], a[None, :])
+    assert got.shape == (len(SPECIAL), len(SPECIAL))
+    want = [[bitmap_of((dense_block(x).astype(int) @ dense_block(y).astype(int)) > 0)
+             for y in SPECIAL] for x in SPECIAL]
+    assert [[int(v) for v in row] for row in got] == want
+
+
+def test_bool_product_identity():
+    identity = np.uint64(0x8040201008040201)   # bits 0, 9, 18, ..., 63: the diagonal
+    x = np.array(SPECIAL, dtype=np.uint64)
+    np.testing.assert_array_equal(count_mod.bool_product(identity, x), x)
+    np.testing.assert_array_equal(count_mod.bool_product(x, identity), x)
+
+
+# --- stage 3: multiply --------------------------------------------------------------------
+
+
+def run_multiply(xp, a, b, t, c_bitmaps, c_offsets):
+    """Values and nonzero bits; also checks the count of blocks to compact."""
+    c_values, c_nonzero, zero_blocks = multiply_mod.multiply(
+        xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(a.values),
+        xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
+        as_xp(xp, t.task_a, np.int64), as_xp(xp, t.task_b, np.int64),
+        as_xp(xp, t.c_ptr, np.int64), as_xp(xp, c_bitmaps, np.uint64),
+        as_xp(xp, c_offsets, np.int64), c_offsets[-1])
+    bitmaps, nonzero = np.asarray(c_bitmaps, dtype=np.uint64), host(c_nonzero)
+    assert int(zero_blocks[0]) == np.count_nonzero((nonzero != bitmaps) | (bitmaps == 0))
+    return c_values, c_nonzero
+
+
+def assert_values(got, want):
+    assert got.dtype == want.dtype
+    if want.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        rtol = 1e-5 if want.dtype in (np.float32, np.complex64) else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64", "complex64",
+                                   "complex128"])
+def test_multiply(name, dtype, xp):
+    a, b, t = brute_inputs(name, dtype)
+    c_bitmaps, c_offsets = brute_count([int(x) for x in a.bitmaps],
+                                       [int(x) for x in b.bitmaps], t)
+    c_values, c_nonzero = run_multiply(xp, a, b, t, c_bitmaps, c_offsets)
+    want_values, want_nonzero = brute_multiply(a, b, t, c_bitmaps)
+    assert_values(host(c_values), want_values)
+    # integer-valued inputs: every sum is exact, so the zero mask is exact too
+    assert host(c_nonzero).dtype == np.uint64
+    assert [int(x) for x in host(c_nonzero)] == want_nonzero
+
+
+@pytest.mark.parametrize("name", WITH_TASKS)
+def test_multiply_uniform_values(name, xp):
+    a, b, t = brute_inputs(name, np.float64, uniform=True)
+    c_bitmaps, c_offsets = brute_count([int(x) for x in a.bitmaps],
+                                       [int(x) for x in b.bitmaps], t)
+    c_values, c_nonzero = run_multiply(xp, a, b, t, c_bitmaps, c_offsets)
+    want_values, _ = brute_multiply(a, b, t, c_bitmaps)
+    assert_values(host(c_values), want_values)
+    # positive values: nothing cancels
+    assert [int(x) for x in host(c_nonzero)] == c_bitmaps
+
+
+@pytest.mark.parametrize("a_value,b_value,kept", [
+    (2.0, 3.0, True),
+    (-1.0, 0.0, False),          # -0.0 is an exact zero, as scipy has it
+    (0.0, 5.0, False),
+    (np.nan, 1.0, True),         # NaN is not zero
+    (np.inf, 0.0, True),         # inf * 0 is NaN
+    (1e-300, 1e-300, False),     # underflows to zero
+])
+def test_multiply_zero_mask_by_hand(a_value, b_value, kept, xp):
+    # A(0,0) = [[a]] at bit 0; B(0,0) = [[b]] at bit 0; one task, one output value
+    one = BitmapMatrix._from_blocks(np.zeros(1, np.uint64), np.ones(1, np.uint64),
+                                    np.array([0, 1]), np.array([a_value]), (1, 1))
+    other = BitmapMatrix._from_blocks(np.zeros(1, np.uint64), np.ones(1, np.uint64),
+                                      np.array([0, 1]), np.array([b_value]), (1, 1))
+    t = Tasks([0], [0], [0], [0, 1])
+    with np.errstate(invalid="ignore"):   # inf * 0 warns on the host, as numpy's matmul does
+        c_values, c_nonzero = run_multiply(xp, one, other, t, [1], [0, 1])
+    np.testing.assert_array_equal(host(c_values), [a_value * b_value])
+    assert [int(x) for x in host(c_nonzero)] == [1 if kept else 0]
+
+
+# Three terms 1, 1e16, -1e16 summed left to right give (1 + 1e16) - 1e16 = 0,
+# since 1e16 + 1 rounds to 1e16; summed right to left they give 1.
+#   across tasks:   A(0,0) A(0,1) A(0,2) hold 1, 1e16, -1e16 at (0,0); B(j,0) hold 1 at (0,0)
+#   inside a block: A(0,0) row 0 = [1, 1e16, -1e16]; B(0,0) column 0 = [1, 1, 1]
+ORDER_CASES = {
+    "across-tasks": (BitmapMatrix._from_blocks(
+        np.array([0, 1, 2], np.uint64), np.ones(3, np.uint64), np.array([0, 1, 2, 3]),
+        np.array([1.0, 1e16, -1e16]), (1, 24)), BitmapMatrix._from_blocks(
+        np.array([0, 1 << 32, 2 << 32], np.uint64), np.ones(3, np.uint64),
+        np.array([0, 1, 2, 3]), np.ones(3), (24, 1)), Tasks([0, 1, 2], [0, 1, 2], [0], [0, 3])),
+    "inside-a-block": (BitmapMatrix._from_blocks(
+        np.zeros(1, np.uint64), np.array([0b111], np.uint64), np.array([0, 3]),
+        np.array([1.0, 1e16, -1e16]), (1, 3)), BitmapMatrix._from_blocks(
+        np.zeros(1, np.uint64), np.array([1 | (1 << 8) | (1 << 16)], np.uint64),
+        np.array([0, 3]), np.ones(3), (3, 1)), Tasks([0], [0], [0], [0, 1])),
+}
+
+
+@pytest.mark.parametrize("name", list(ORDER_CASES))
+def test_multiply_sums_in_task_then_inner_order(name, xp):
+    a, b, t = ORDER_CASES[name]
+    c_values, c_nonzero = run_multiply(xp, a, b, t, [1], [0, 1])
+    assert host(c_values).tolist() == [0.0]
+    assert [int(x) for x in host(c_nonzero)] == [0]
+
+
+# --- stage 4: compact ---------------------------------------------------------------------
+
+# Three output blocks after multiply, with their zero values:
+#   block 0, key 5:          bits 0, 1, 3 hold 1, 0, 2   -> bit 1 is dropped
+#   block 1, key 9:          bit 63 holds 0              -> the block is dropped
+#   block 2, key (1, 1):     bits 10, 20 hold 3, 4       -> kept as it is
+COMPACT_IN = ([5, 9, (1 << 32) | 1], [0b1011, TOP, (1 << 10) | (1 << 20)], [0, 3, 4, 6],
+              [1, 0, 2, 0, 3, 4], [0b1001, 0, (1 << 10) | (1 << 20)])
+COMPACT_OUT = ([5, (1 << 32) | 1], [0b1001, (1 << 10) | (1 << 20)], [0, 2, 4], [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "complex128"])
+def test_compact_by_hand(dtype, xp):
+    keys, bitmaps, offsets, values, nonzero = COMPACT_IN
+    got = compact_mod.compact(as_xp(xp, keys, np.uint64), as_xp(xp, bitmaps, np.uint64),
+                              as_xp(xp, offsets, np.int64), as_xp(xp, values, dtype),
+                              as_xp(xp, nonzero, np.uint64), as_xp(xp, [2], np.uint64))
+    keys, bitmaps, offsets, values = (host(x) for x in got)
+    assert [int(k) for k in keys] == COMPACT_OUT[0]
+    assert [int(b) for b in bitmaps] == COMPACT_OUT[1]
+    assert offsets.dtype == np.int64 and offsets.tolist() == COMPACT_OUT[2]
+    assert values.dtype == np.dtype(dtype) and values.tolist() == COMPACT_OUT[3]
+
+
+def test_compact_everything_dropped(xp):
+    got = compact_mod.compact(as_xp(xp, [3, 4], np.uint64), as_xp(xp, [1, 6], np.uint64),
+                              as_xp(xp, [0, 1, 3], np.int64), as_xp(xp, [0, 0, 0], np.float64),
+                              as_xp(xp, [0, 0], np.uint64), as_xp(xp, [2], np.uint64))
+    keys, bitmaps, offsets, values = (host(x) for x in got)
+    assert keys.size == bitmaps.size == values.size == 0
+    assert offsets.tolist() == [0]
+
+
+def test_compact_nothing_dropped_returns_the_inputs(xp):
+    args = (as_xp(xp, [3, 4], np.uint64), as_xp(xp, [1, 6], np.uint64),
+            as_xp(xp, [0, 1, 3], np.int64), as_xp(xp, [1, 2, 3], np.float64),
+            as_xp(xp, [1, 6], np.uint64), as_xp(xp, [0], np.uint64))
+    got = compact_mod.compact(*args)
+    assert all(g is a for g, a in zip(got, args[:4]))
+
+
+# --- the CUDA kernels against their NumPy twins, intermediate by intermediate --------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64", "complex128"])
+def test_cuda_intermediates_equal_numpy(name, dtype):
+    import cupy
+
+    a, b = operands(name, dtype)
+    results = {}
+    for xp in (np, cupy):
+        t = tasks_mod.tasks(*task_args(xp, a, b))
+        c_bitmaps, c_offsets, empty = count_mod.count(
+            xp.asarray(a.bitmaps), xp.asarray(b.bitmaps), t.task_a, t.task_b, t.c_ptr)
+        nnz = int(c_offsets[-1])
+        c_values, c_nonzero, zero_blocks = multiply_mod.multiply(
+            xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(a.values),
+            xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
+            t.task_a, t.task_b, t.c_ptr, c_bitmaps, c_offsets, nnz)
+        out = compact_mod.compact(t.c_keys, c_bitmaps, c_offsets, c_values, c_nonzero,
+                                  zero_blocks)
+        results[xp.__name__] = dict(empty=empty, zero_blocks=zero_blocks,
+            task_a=t.task_a, task_b=t.task_b, c_keys=t.c_keys, c_ptr=t.c_ptr,
+            c_bitmaps=c_bitmaps, c_offsets=c_offsets, c_nonzero=c_nonzero, c_values=c_values,
+            keys=out[0], bitmaps=out[1], offsets=out[2], values=out[3])
+    want, got = results["numpy"], results["cupy"]
+    for key in want:
+        g, w = host(got[key]), want[key]
+        assert g.dtype == w.dtype, key
+        if key in ("c_values", "values"):
+            assert_values(g, w)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=key)

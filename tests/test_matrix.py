@@ -1,0 +1,730 @@
+"""BitmapMatrix: constructors, conversions, attributes and format checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bmsparse import BitmapMatrix
+from tests.helpers import assert_same_csr
+
+TOP = 1 << 63
+ALL_ONES = (1 << 64) - 1
+SUPPORTED = "bool, int32, int64, float32, float64, complex64, complex128"
+DTYPES = ["bool", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+
+
+def host(a):
+    return a if a is None or isinstance(a, np.ndarray) else a.get()
+
+
+def to_xp(m: BitmapMatrix, xp) -> BitmapMatrix:
+    return m if xp is np else m.to_device()
+
+
+def random_matrix(shape, density, dtype, seed, explicit_zeros=True) -> sp.csr_array:
+    """Canonical scipy CSR with values away from zero, plus a few stored zeros."""
+    m, n = shape
+    rng = np.random.default_rng(seed)
+    nnz = int(round(density * m * n))
+    flat = rng.choice(m * n, size=nnz, replace=False) if m * n else np.zeros(0, np.int64)
+    rows, cols = np.divmod(flat, max(n, 1))
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        values = np.ones(nnz, dtype=bool)          # a pattern matrix holds no False
+    else:
+        values = rng.integers(1, 9, nnz) * rng.choice([-1, 1], nnz)
+        if dtype.kind == "f":
+            values = values + rng.uniform(-0.4, 0.4, nnz)
+        values = values.astype(dtype)
+        if dtype.kind == "c":
+            values = values + 1j * rng.integers(-5, 6, nnz).astype(dtype)
+        if explicit_zeros:
+            values[rng.random(nnz) < 0.15] = 0
+    out = sp.csr_array((values, (rows, cols)), shape=shape, dtype=dtype)
+    out.sort_indices()
+    return out
+
+
+# shape (10, 19): 2 x 3 blocks, 6 entries in 4 blocks (tests/test_convert.py
+# draws the same grid).
+#
+#              block col 0       block col 1       block col 2
+#  col       0 1 2 3 4 5 6 7 | 8 9 0 1 2 3 4 5 | 6 7 8 - - - - -
+#  row 0     1 . . . . . . . | . . . . . . . . | . . . - - - - -
+#      2     . . . . . . . . | . . . . . . . . | . 4 . - - - - -
+#      3     . . . . . . . . | . . 3 . . . . . | . . . - - - - -
+#      7     . . . . . . . 2 | . . . . . . . . | . . . - - - - -
+#            ----------------+-----------------+----------------
+#      8     . . . . . . . . | . . . . . . . . | 5 . . - - - - -
+#      9     . . . . . . . . | . . . . . . . . | . . 6 - - - - -
+GRID_SHAPE = (10, 19)
+GRID_ROWS = [0, 7, 3, 2, 8, 9]
+GRID_COLS = [0, 7, 10, 17, 16, 18]
+GRID_VALUES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+GRID_KEYS = [0, 1, 2, (1 << 32) | 2]
+GRID_BITMAPS = [1 | TOP, 1 << 26, 1 << 17, 1 | (1 << 10)]
+GRID_OFFSETS = [0, 2, 3, 4, 6]
+
+
+def grid_scipy(dtype=np.float64) -> sp.csr_array:
+    return sp.csr_array((np.array(GRID_VALUES, dtype=dtype), (GRID_ROWS, GRID_COLS)),
+                        shape=GRID_SHAPE)
+
+
+def grid(xp=np) -> BitmapMatrix:
+    return to_xp(BitmapMatrix(grid_scipy()), xp)
+
+
+def assert_grid(m: BitmapMatrix) -> None:
+    assert m.shape == GRID_SHAPE and m.dtype == np.float64
+    assert [int(k) for k in host(m.keys)] == GRID_KEYS
+    assert [int(b) for b in host(m.bitmaps)] == GRID_BITMAPS
+    assert host(m.offsets).tolist() == GRID_OFFSETS
+    assert host(m.values).tolist() == GRID_VALUES
+
+
+def test_grid_blocks_by_hand():
+    m = grid()
+    assert_grid(m)
+    assert (m.nnz, m.nblocks) == (6, 4)
+    assert (m.ndim, m.format, m.has_canonical_format, m.on_device) == (2, "bmp", True, False)
+
+
+# --- constructors ------------------------------------------------------------------
+
+SCIPY_FORMATS = ["csr", "csc", "coo", "bsr", "dia", "lil", "dok"]
+
+
+@pytest.mark.parametrize("fmt", SCIPY_FORMATS)
+@pytest.mark.parametrize("kind", ["array", "matrix"])
+def test_from_scipy_formats(fmt, kind):
+    base = random_matrix((21, 13), 0.3, np.float64, seed=1)
+    a = (sp.csr_array(base) if kind == "array" else sp.csr_matrix(base)).asformat(fmt)
+    m = BitmapMatrix(a)
+    assert m.shape == (21, 13) and m.dtype == np.float64
+    # scipy's own conversion is the reference (dia and lil drop stored zeros)
+    assert_same_csr(m.to_scipy(), a.tocsr(), rtol=0)
+
+
+def test_from_scipy_grid():
+    assert_grid(BitmapMatrix(grid_scipy()))
+    assert_grid(BitmapMatrix.from_scipy(grid_scipy().tocoo()))
+
+
+# A non-canonical 3 x 10 CSR: row 0 lists column 9 before column 1 and column 9
+# twice; row 2 holds a duplicate pair summing to zero (kept, as scipy keeps it).
+#
+#  col   0 1 2 3 4 5 6 7 | 8 9
+#  row 0 . 2 . . . . . . | . 4      4 = 1 + 3
+#  row 1 . . . . . . . . | . .
+#  row 2 . . . . . 0 . . | 7 .      0 = 5 + (-5)
+UNSORTED_CSR = sp.csr_array((np.array([1.0, 2.0, 3.0, 5.0, 7.0, -5.0]),
+                             np.array([9, 1, 9, 5, 8, 5]), np.array([0, 3, 3, 6])),
+                            shape=(3, 10))
+UNSORTED_DENSE = [[0, 2, 0, 0, 0, 0, 0, 0, 0, 4], [0] * 10, [0, 0, 0, 0, 0, 0, 0, 0, 7, 0]]
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo"])
+def test_from_non_canonical_scipy(fmt):
+    a = UNSORTED_CSR if fmt == "csr" else UNSORTED_CSR.tocoo()
+    assert not UNSORTED_CSR.has_sorted_indices and a.nnz == 6
+    m = BitmapMatrix(a)
+    # blocks (0, 0): bits 1 and 8*2+5 = 21; (0, 1): bits 1 and 8*2+0 = 16
+    assert [int(k) for k in m.keys] == [0, 1]
+    assert [int(b) for b in m.bitmaps] == [(1 << 1) | (1 << 21), (1 << 1) | (1 << 16)]
+    assert m.values.tolist() == [2.0, 0.0, 4.0, 7.0]
+    assert m.nnz == 4
+    np.testing.assert_array_equal(m.toarray(), np.array(UNSORTED_DENSE, dtype=float))
+
+
+def test_from_non_canonical_scipy_csc_has_unsorted_indices():
+    # the CSC of the case above, built directly with unsorted row indices and duplicates
+    a = sp.csc_array((np.array([3.0, 1.0, 2.0]), np.array([7, 0, 7]), np.array([0, 0, 3])),
+                     shape=(8, 2))
+    assert not a.has_sorted_indices
+    m = BitmapMatrix(a)
+    assert [int(b) for b in m.bitmaps] == [(1 << 1) | (1 << 57)]   # (0, 1) and (7, 1)
+    assert m.values.tolist() == [1.0, 5.0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_from_coo_triplets(dtype, xp):
+    values = np.array(GRID_VALUES).astype(dtype)
+    rows, cols = xp.asarray(np.array(GRID_ROWS)), xp.asarray(np.array(GRID_COLS))
+    m1 = BitmapMatrix((xp.asarray(values), (rows, cols)), shape=GRID_SHAPE)
+    m2 = BitmapMatrix.from_coo(rows, cols, xp.asarray(values), GRID_SHAPE)
+    for m in (m1, m2):
+        assert m.on_device == (xp is not np)
+        assert m.dtype == np.dtype(dtype) and m.shape == GRID_SHAPE
+        assert [int(k) for k in host(m.keys)] == GRID_KEYS
+        assert [int(b) for b in host(m.bitmaps)] == GRID_BITMAPS
+        if dtype == "bool":
+            assert m.values is None
+        else:
+            np.testing.assert_array_equal(host(m.values), values)
+
+
+def test_from_csr(xp):
+    a = grid_scipy()
+    m = BitmapMatrix.from_csr(xp.asarray(a.indptr), xp.asarray(a.indices), xp.asarray(a.data),
+                              GRID_SHAPE)
+    assert m.on_device == (xp is not np)
+    assert_grid(m)
+
+
+@pytest.mark.parametrize("values,bitmaps", [
+    (None, GRID_BITMAPS),
+    ([True] * 6, GRID_BITMAPS),
+    # the third CSR entry, (3, 10), is False: not stored, and block (0, 1) is gone
+    ([True, True, False, True, True, True], [1 | TOP, 1 << 17, 1 | (1 << 10)]),
+], ids=["none", "all-true", "one-false"])
+def test_from_csr_pattern(values, bitmaps, xp):
+    a = grid_scipy()
+    values = None if values is None else xp.asarray(np.array(values))
+    p = BitmapMatrix.from_csr(xp.asarray(a.indptr), xp.asarray(a.indices), values, GRID_SHAPE)
+    assert p.dtype == np.bool_ and p.values is None
+    assert [int(b) for b in host(p.bitmaps)] == bitmaps
+
+
+def test_from_coo_strided_arrays(xp):
+    # views with a stride (columns of an (n, 2) array, as cupy.nonzero returns its
+    # indices, and a[::2]) give the same matrix as dense arrays
+    rows, cols = xp.asarray(np.array(GRID_ROWS)), xp.asarray(np.array(GRID_COLS))
+    stacked = xp.stack([cols, rows], axis=1)
+    spread = xp.zeros(12)
+    spread[::2] = xp.asarray(np.array(GRID_VALUES))
+    assert not stacked[:, 1].flags.c_contiguous and not spread[::2].flags.c_contiguous
+    assert_grid(BitmapMatrix.from_coo(stacked[:, 1], stacked[:, 0], spread[::2], GRID_SHAPE))
+
+
+def test_from_csr_strided_arrays(xp):
+    a = grid_scipy()
+    indptr = xp.zeros(2 * a.indptr.size, dtype=xp.int32)
+    indptr[::2] = xp.asarray(a.indptr)
+    indices = xp.zeros(3 * a.indices.size, dtype=xp.int32)
+    indices[::3] = xp.asarray(a.indices)
+    values = xp.zeros(2 * a.nnz)
+    values[1::2] = xp.asarray(a.data)
+    assert_grid(BitmapMatrix.from_csr(indptr[::2], indices[::3], values[1::2], GRID_SHAPE))
+
+
+def test_from_coo_python_lists_and_scalar_value():
+    m = BitmapMatrix.from_coo(GRID_ROWS, GRID_COLS, 2.5, GRID_SHAPE)
+    assert m.dtype == np.float64
+    assert m.values.tolist() == [2.5] * 6
+    assert [int(b) for b in m.bitmaps] == GRID_BITMAPS
+
+
+def test_from_coo_without_values_is_a_pattern():
+    m = BitmapMatrix.from_coo(np.array(GRID_ROWS), np.array(GRID_COLS), None, GRID_SHAPE)
+    assert m.dtype == np.bool_ and m.values is None and m.nnz == 6
+    assert [int(b) for b in m.bitmaps] == GRID_BITMAPS
+
+
+def test_from_coo_bool_values_drop_false():
+    # a pattern matrix stores no values: False entries are not stored
+    m = BitmapMatrix.from_coo(np.array([0, 1, 2]), np.array([0, 1, 2]),
+                              np.array([True, False, True]), (3, 3))
+    assert m.dtype == np.bool_ and m.nnz == 2
+    assert [int(b) for b in m.bitmaps] == [1 | (1 << 18)]
+
+
+def test_from_coo_sums_duplicates(xp):
+    rows = xp.asarray(np.array([2, 0, 2, 2]))
+    cols = xp.asarray(np.array([3, 0, 3, 3]))
+    m = BitmapMatrix((xp.asarray(np.array([1, 7, 2, 4])), (rows, cols)), shape=(3, 4))
+    assert m.dtype == np.int64 and m.nnz == 2
+    np.testing.assert_array_equal(host(m.toarray()), [[7, 0, 0, 0], [0] * 4, [0, 0, 0, 7]])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_from_dense(dtype, xp):
+    dense = random_matrix((13, 11), 0.3, dtype, seed=3, explicit_zeros=False).toarray()
+    m = BitmapMatrix(xp.asarray(dense))
+    assert m.on_device == (xp is not np)
+    assert m.dtype == np.dtype(dtype) and m.shape == (13, 11)
+    assert m.nnz == np.count_nonzero(dense)
+    np.testing.assert_array_equal(host(m.toarray()), dense)
+    np.testing.assert_array_equal(host(BitmapMatrix.from_dense(xp.asarray(dense)).toarray()),
+                                  dense)
+
+
+def test_from_dense_bool_is_a_pattern(xp):
+    dense = np.zeros((9, 17), dtype=bool)
+    dense[8, 16] = dense[0, 0] = dense[3, 9] = True
+    m = BitmapMatrix(xp.asarray(dense))
+    assert m.dtype == np.bool_ and m.values is None and m.nnz == 3
+    # blocks (0, 0): bit 0; (0, 1): bit 8*3+1 = 25; (1, 2): bit 0
+    assert [int(k) for k in host(m.keys)] == [0, 1, (1 << 32) | 2]
+    assert [int(b) for b in host(m.bitmaps)] == [1, 1 << 25, 1]
+
+
+def test_from_bool_scipy_is_a_pattern():
+    a = grid_scipy().astype(bool)
+    m = BitmapMatrix(a)
+    assert m.dtype == np.bool_ and m.values is None and m.nnz == 6
+    assert [int(b) for b in m.bitmaps] == GRID_BITMAPS
+
+
+def test_from_bitmap_matrix_shares_or_copies():
+    a = grid()
+    same = BitmapMatrix(a)
+    assert same.keys is a.keys and same.values is a.values
+    copied = BitmapMatrix(a, copy=True)
+    copied.values[0] = 100.0
+    assert a.values[0] == 1.0
+
+
+def test_constructor_dtype_argument():
+    m = BitmapMatrix(grid_scipy(), dtype=np.int32)
+    assert m.dtype == np.int32 and m.values.tolist() == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+def test_from_cupyx(fmt):
+    import cupyx.scipy.sparse as csp
+
+    base = random_matrix((37, 45), 0.2, np.float64, seed=4)
+    cx = {"csr": csp.csr_matrix, "csc": csp.csc_matrix, "coo": csp.coo_matrix}[fmt](
+        sp.csr_matrix(base).asformat(fmt))
+    m = BitmapMatrix(cx)
+    assert m.on_device
+    assert_same_csr(m.to_scipy(), base, rtol=0)
+    assert_same_csr(BitmapMatrix.from_cupyx(cx).to_scipy(), base, rtol=0)
+
+
+@pytest.mark.gpu
+def test_from_scipy_on_device():
+    base = random_matrix((37, 45), 0.2, np.float64, seed=4)
+    m = BitmapMatrix.from_scipy(base, device=True)
+    assert m.on_device
+    host_m = BitmapMatrix(base)
+    for name in ("keys", "bitmaps", "offsets", "values"):
+        np.testing.assert_array_equal(getattr(m, name).get(), getattr(host_m, name))
+
+
+# --- round trips ------------------------------------------------------------------------
+
+SHAPES = [((1, 1), 1.0), ((0, 5), 0.0), ((5, 0), 0.0), ((0, 0), 0.0), ((3, 4), 0.0),
+          ((7, 9), 0.4), ((8, 8), 1.0), ((9, 17), 0.3), ((16, 16), 1.0), ((100, 37), 0.1),
+          ((1, 100), 0.3), ((100, 1), 0.3), ((65, 129), 0.05)]
+SHAPE_IDS = [f"{s[0]}x{s[1]}-{d}" for s, d in SHAPES]
+
+
+@pytest.mark.parametrize("shape,density", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_trip_scipy(shape, density, dtype, xp):
+    want = random_matrix(shape, density, dtype, seed=sum(shape))
+    m = to_xp(BitmapMatrix(want), xp)
+    assert m.shape == shape and m.dtype == np.dtype(dtype) and m.nnz == want.nnz
+    got = m.to_scipy()
+    assert type(got) is sp.csr_array and got.dtype == np.dtype(dtype)
+    assert_same_csr(got, want, rtol=0)     # values are copied, not computed: exact
+    np.testing.assert_array_equal(host(m.toarray()), want.toarray())
+
+
+@pytest.mark.parametrize("shape,density", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "complex64"])
+def test_transpose(shape, density, dtype, xp):
+    want = random_matrix(shape, density, dtype, seed=sum(shape) + 1)
+    m = to_xp(BitmapMatrix(want), xp)
+    t = m.T
+    assert t.shape == shape[::-1] and t.dtype == np.dtype(dtype)
+    assert t.on_device == m.on_device
+    t.check_format(full_check=True)
+    assert_same_csr(t.to_scipy(), want.T, rtol=0)
+
+
+def test_transpose_of_grid_by_hand():
+    t = grid().T
+    # (r, c) -> (c, r): (0,0) (7,7) stay in block (0,0); (10,3) -> block (1,0) bit 8*2+3;
+    # (17,2) -> block (2,0) bit 8*1+2; (16,8) -> block (2,1) bit 0; (18,9) -> bit 8*2+1
+    assert [int(k) for k in t.keys] == [0, 1 << 32, 2 << 32, (2 << 32) | 1]
+    assert [int(b) for b in t.bitmaps] == [1 | TOP, 1 << 19, 1 << 10, 1 | (1 << 17)]
+    assert t.values.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+def test_tocoo_tocsr_types_on_host():
+    m = grid()
+    coo, csr = m.tocoo(), m.tocsr()
+    assert type(coo) is sp.coo_array and type(csr) is sp.csr_array
+    assert coo.shape == csr.shape == GRID_SHAPE
+    # COO entries come in value (block, bit) order
+    assert coo.row.tolist() == GRID_ROWS and coo.col.tolist() == GRID_COLS
+    assert coo.data.tolist() == GRID_VALUES
+    assert csr.has_sorted_indices
+    assert_same_csr(csr, grid_scipy(), rtol=0)
+
+
+def test_pattern_tocoo_data_is_bool_ones():
+    m = BitmapMatrix(grid_scipy().astype(bool))
+    coo = m.tocoo()
+    assert coo.dtype == np.bool_ and coo.data.tolist() == [True] * 6
+
+
+@pytest.mark.gpu
+def test_tocoo_tocsr_on_device():
+    import cupyx.scipy.sparse as csp
+
+    m = grid().to_device()
+    coo, csr = m.tocoo(), m.tocsr()
+    assert csp.issparse(coo) and coo.format == "coo"
+    assert csp.issparse(csr) and csr.format == "csr"
+    assert coo.row.get().tolist() == GRID_ROWS and coo.col.get().tolist() == GRID_COLS
+    assert_same_csr(sp.csr_array(csr.get()), grid_scipy(), rtol=0)
+    assert csp.issparse(grid().to_cupyx())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_get_to_device_round_trip(dtype):
+    a = BitmapMatrix(random_matrix((70, 33), 0.2, dtype, seed=5))
+    d = a.to_device()
+    assert d.on_device and d.to_device() is d
+    assert "on the GPU" in repr(d)
+    b = d.get()
+    assert not b.on_device
+    assert (b.shape, b.dtype, b.nnz, b.nblocks) == (a.shape, a.dtype, a.nnz, a.nblocks)
+    for name in ("keys", "bitmaps", "offsets", "values"):
+        got, want = getattr(b, name), getattr(a, name)
+        if want is None:
+            assert got is None
+        else:
+            assert isinstance(got, np.ndarray)
+            np.testing.assert_array_equal(got, want)
+
+
+def test_get_on_host_is_self():
+    a = grid()
+    assert a.get() is a
+
+
+def test_copy_is_independent(xp):
+    a = grid(xp)
+    b = a.copy()
+    for name in ("keys", "bitmaps", "offsets", "values"):
+        assert getattr(b, name) is not getattr(a, name)
+    b.values[0] = 100.0
+    b.keys[0] = 5
+    b.bitmaps[0] = 0
+    b.offsets[0] = 9
+    assert_grid(a)
+
+
+def test_copy_of_pattern(xp):
+    a = to_xp(BitmapMatrix(grid_scipy().astype(bool)), xp)
+    b = a.copy()
+    b.bitmaps[0] = 0
+    assert b.values is None and b.dtype == np.bool_ and b.nnz == 6
+    assert [int(x) for x in host(a.bitmaps)] == GRID_BITMAPS
+
+
+# --- astype --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("src,dst", [
+    ("float64", "int32"), ("float64", "float32"), ("int64", "float64"), ("int32", "int64"),
+    ("float64", "complex128"), ("complex64", "complex128"), ("float32", "float64"),
+    ("bool", "float64"), ("bool", "int32"), ("bool", "complex64"),
+])
+def test_astype(src, dst, xp):
+    base = random_matrix((30, 21), 0.3, src, seed=6)
+    got = to_xp(BitmapMatrix(base), xp).astype(dst)
+    assert got.dtype == np.dtype(dst) and got.on_device == (xp is not np)
+    got.check_format(full_check=True)
+    assert_same_csr(got.get().tocsr(), base.astype(dst), rtol=0)
+
+
+@pytest.mark.parametrize("src", ["int32", "float64", "complex128"])
+def test_astype_bool_drops_stored_zeros(src, xp):
+    # scipy keeps a stored zero as a stored False; a pattern matrix cannot hold False
+    base = random_matrix((30, 21), 0.3, src, seed=7)
+    assert np.any(base.data == 0)
+    got = to_xp(BitmapMatrix(base), xp).astype(bool)
+    assert got.dtype == np.bool_ and got.values is None
+    want = base.astype(bool)
+    want.eliminate_zeros()
+    assert got.nnz == want.nnz
+    assert_same_csr(got.get().tocsr(), want)
+
+
+def test_astype_same_dtype():
+    a = grid()
+    assert a.astype(np.float64, copy=False) is a
+    b = a.astype("float64")
+    assert b is not a and b.values is not a.values
+    assert_grid(b)
+
+
+@pytest.mark.parametrize("dtype,name", [(np.float16, "float16"), (np.uint8, "uint8"),
+                                        (object, "object"), (np.int16, "int16")])
+def test_astype_unsupported(dtype, name):
+    with pytest.raises(TypeError, match=f"dtype {name} is not supported; supported: "
+                                        f"{SUPPORTED}"):
+        grid().astype(dtype)
+
+
+# --- attributes ---------------------------------------------------------------------------
+
+
+def test_memory_usage_by_hand():
+    # 4 blocks: 4 keys, 4 bitmaps, 5 offsets of 8 bytes; 6 float64 values
+    assert grid().memory_usage() == {"keys": 32, "bitmaps": 32, "offsets": 40, "values": 48,
+                                     "index": 104, "index_paper": 64, "total": 152}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_memory_usage_is_nbytes(dtype, xp):
+    m = to_xp(BitmapMatrix(random_matrix((50, 70), 0.1, dtype, seed=8)), xp)
+    usage = m.memory_usage()
+    assert usage["keys"] == m.keys.nbytes == 8 * m.nblocks
+    assert usage["bitmaps"] == m.bitmaps.nbytes == 8 * m.nblocks
+    assert usage["offsets"] == m.offsets.nbytes == 8 * (m.nblocks + 1)
+    values = 0 if dtype == "bool" else m.nnz * np.dtype(dtype).itemsize
+    assert usage["values"] == values
+    assert usage["index"] == usage["keys"] + usage["bitmaps"] + usage["offsets"]
+    assert usage["index_paper"] == usage["keys"] + usage["bitmaps"]
+    assert usage["total"] == usage["index"] + values
+
+
+@pytest.mark.parametrize("matrix,text", [
+    (lambda: grid(), "<10x19 BitmapMatrix of dtype float64 with 6 stored elements in 4 8x8 "
+                     "blocks, on the host>"),
+    (lambda: BitmapMatrix(grid_scipy().astype(bool)),
+     "<10x19 BitmapMatrix of dtype bool with 6 stored elements in 4 8x8 blocks, on the host>"),
+    (lambda: BitmapMatrix(sp.csr_array((0, 3), dtype=np.int32)),
+     "<0x3 BitmapMatrix of dtype int32 with 0 stored elements in 0 8x8 blocks, on the host>"),
+], ids=["grid", "pattern", "empty"])
+def test_repr(matrix, text):
+    assert repr(matrix()) == text
+
+
+@pytest.mark.parametrize("shape,entries,nnz,nblocks", [
+    ((8, 8), [(r, c) for r in range(8) for c in range(8)], 64, 1),
+    ((16, 16), [(0, 0), (15, 15), (7, 8), (8, 7)], 4, 4),
+    ((3, 3), [], 0, 0),
+    ((9, 9), [(8, 8), (8, 8)], 1, 1),
+])
+def test_nnz_and_nblocks(shape, entries, nnz, nblocks):
+    rows = np.array([e[0] for e in entries], dtype=np.int64)
+    cols = np.array([e[1] for e in entries], dtype=np.int64)
+    m = BitmapMatrix.from_coo(rows, cols, np.ones(len(entries)), shape)
+    assert (m.nnz, m.nblocks) == (nnz, nblocks)
+    p = BitmapMatrix.from_coo(rows, cols, None, shape)
+    assert (p.nnz, p.nblocks) == (nnz, nblocks)
+
+
+# --- check_format --------------------------------------------------------------------------
+
+
+def u64(values):
+    return np.array(values, dtype=np.uint64)
+
+
+def i64(values):
+    return np.array(values, dtype=np.int64)
+
+
+# Broken variants of GRID, each breaking one invariant (shape (10, 19): block
+# rows 0..1, block columns 0..2; block (1, *) has rows 2..7 of padding, block
+# (*, 2) columns 3..7 of padding).
+BROKEN = {
+    "unsorted-keys": (u64([1, 0, 2, (1 << 32) | 2]), u64(GRID_BITMAPS), i64(GRID_OFFSETS),
+                      np.arange(6.0), "keys must be strictly increasing"),
+    "repeated-key": (u64([0, 1, 1, (1 << 32) | 2]), u64(GRID_BITMAPS), i64(GRID_OFFSETS),
+                     np.arange(6.0), "keys must be strictly increasing"),
+    "block-row-out-of-range": (u64([0, 1, 2, (2 << 32) | 2]), u64(GRID_BITMAPS),
+                               i64(GRID_OFFSETS), np.arange(6.0),
+                               r"key block row out of range for shape \(10, 19\)"),
+    "block-col-out-of-range": (u64([0, 1, 3, (1 << 32) | 2]), u64([1 | TOP, 1 << 26, 1, 1]),
+                               i64([0, 2, 3, 4, 5]), np.arange(5.0),
+                               r"key block column out of range for shape \(10, 19\)"),
+    "empty-bitmap": (u64(GRID_KEYS), u64([1 | TOP, 0, 1 << 17, 1 | (1 << 10)]),
+                     i64([0, 2, 2, 3, 5]), np.arange(5.0), r"bitmaps must not be empty \(0\)"),
+    "wrong-offsets": (u64(GRID_KEYS), u64(GRID_BITMAPS), i64([0, 1, 3, 4, 6]), np.arange(6.0),
+                      r"offsets must be the exclusive scan of popcount\(bitmaps\)"),
+    "offsets-not-from-0": (u64(GRID_KEYS), u64(GRID_BITMAPS), i64([1, 3, 4, 5, 7]),
+                           np.arange(7.0), r"offsets\[0\] must be 0"),
+    "bit-in-padding-row": (u64(GRID_KEYS), u64([1 | TOP, 1 << 26, 1 << 17, 1 | (1 << 16)]),
+                           i64(GRID_OFFSETS), np.arange(6.0),   # bit 16 is row 10
+                           r"bitmaps have bits outside the shape \(10, 19\)"),
+    "bit-in-padding-col": (u64(GRID_KEYS), u64([1 | TOP, 1 << 26, 1 << 3, 1 | (1 << 10)]),
+                           i64(GRID_OFFSETS), np.arange(6.0),   # bit 3 is column 19
+                           r"bitmaps have bits outside the shape \(10, 19\)"),
+    "bit-63-in-padding": (u64(GRID_KEYS), u64([1 | TOP, 1 << 26, 1 << 17, 1 | TOP]),
+                          i64(GRID_OFFSETS), np.arange(6.0),
+                          r"bitmaps have bits outside the shape \(10, 19\)"),
+    "too-few-values": (u64(GRID_KEYS), u64(GRID_BITMAPS), i64(GRID_OFFSETS), np.arange(5.0),
+                       r"offsets\[-1\] must equal the number of values"),
+}
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_check_format_full_check_errors(name, xp):
+    keys, bitmaps, offsets, values, match = BROKEN[name]
+    m = BitmapMatrix._from_blocks(xp.asarray(keys), xp.asarray(bitmaps), xp.asarray(offsets),
+                                  xp.asarray(values), GRID_SHAPE)
+    m.check_format()   # the cheap checks pass: only the scans find these
+    with pytest.raises(ValueError, match=match):
+        m.check_format(full_check=True)
+
+
+@pytest.mark.parametrize("name", ["bit-in-padding-row", "bit-in-padding-col",
+                                  "bit-63-in-padding", "block-row-out-of-range"])
+def test_from_blocks_rejects_broken(name, xp):
+    keys, bitmaps, _, values, match = BROKEN[name]
+    with pytest.raises(ValueError, match=match):
+        BitmapMatrix.from_blocks(xp.asarray(keys), xp.asarray(bitmaps), xp.asarray(values),
+                                 GRID_SHAPE)
+
+
+@pytest.mark.parametrize("keys,bitmaps,offsets,values,error,match", [
+    (i64(GRID_KEYS), u64(GRID_BITMAPS), i64(GRID_OFFSETS), np.arange(6.0), ValueError,
+     "keys must be uint64, got int64"),
+    (u64(GRID_KEYS), i64([1, 2, 3, 4]), i64([0, 1, 2, 3, 4]), np.arange(4.0), ValueError,
+     "bitmaps must be uint64, got int64"),
+    (u64([GRID_KEYS]), u64([GRID_BITMAPS]), i64(GRID_OFFSETS), np.arange(6.0), ValueError,
+     "keys must be 1-D, got 2-D"),
+    (u64(GRID_KEYS), u64(GRID_BITMAPS[:3]), i64(GRID_OFFSETS), np.arange(6.0), ValueError,
+     "keys and bitmaps must have the same length, got 4 and 3"),
+    (u64(GRID_KEYS), u64(GRID_BITMAPS), i64(GRID_OFFSETS[:4]), np.arange(6.0), ValueError,
+     r"offsets must have length nblocks \+ 1 = 5, got 4"),
+    (u64(GRID_KEYS), u64(GRID_BITMAPS), i64(GRID_OFFSETS), np.arange(6, dtype=np.float16),
+     TypeError, f"values dtype float16 is not supported; supported: {SUPPORTED}"),
+], ids=["int64-keys", "int64-bitmaps", "2d-arrays", "length-mismatch", "short-offsets",
+        "float16-values"])
+def test_check_format_cheap_errors(keys, bitmaps, offsets, values, error, match):
+    m = BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, GRID_SHAPE)
+    with pytest.raises(error, match=match):
+        m.check_format()
+
+
+def test_check_format_accepts_good(xp):
+    m = grid(xp)
+    m.check_format()
+    m.check_format(full_check=True)
+    # padding bits are allowed inside the shape: the last row and column of the grid
+    rows, cols = np.divmod(np.arange(190), 19)
+    full = BitmapMatrix.from_coo(xp.asarray(rows), xp.asarray(cols), xp.asarray(np.ones(190)),
+                                 (10, 19))
+    assert [int(b) for b in host(full.bitmaps)] == [ALL_ONES, ALL_ONES, 0x0707070707070707,
+                                                    0xFFFF, 0xFFFF, 0x0707]
+    full.check_format(full_check=True)
+
+
+def test_from_blocks_accepts_good(xp):
+    values = np.array(GRID_VALUES)
+    m = BitmapMatrix.from_blocks(xp.asarray(u64(GRID_KEYS)), xp.asarray(u64(GRID_BITMAPS)),
+                                 xp.asarray(values), GRID_SHAPE)
+    assert_grid(m)
+    p = BitmapMatrix.from_blocks(xp.asarray(u64(GRID_KEYS)), xp.asarray(u64(GRID_BITMAPS)),
+                                 None, GRID_SHAPE)
+    assert p.dtype == np.bool_ and p.nnz == 6
+    e = BitmapMatrix.from_blocks(xp.asarray(u64([])), xp.asarray(u64([])), None, (0, 0))
+    assert e.nnz == 0 and e.nblocks == 0
+
+
+def test_from_blocks_strided_arrays(xp):
+    # every array a view with a stride: the kernels must not read them as contiguous
+    keys = xp.asarray(u64([k for key in GRID_KEYS for k in (key, 7)]))[::2]
+    bitmaps = xp.asarray(u64([b for bm in GRID_BITMAPS for b in (0, bm)]))[1::2]
+    values = xp.asarray(np.array([v for val in GRID_VALUES for v in (val, -1.0)]))[::2]
+    m = BitmapMatrix.from_blocks(keys, bitmaps, values, GRID_SHAPE)
+    np.testing.assert_array_equal(host(m.toarray()), grid_scipy().toarray())
+    csr = m.tocsr()
+    np.testing.assert_array_equal(host(csr.indices), grid_scipy().indices)
+    np.testing.assert_array_equal(host(csr.data), grid_scipy().data)
+
+
+def test_from_blocks_rejects_int64_keys():
+    with pytest.raises(ValueError, match="keys must be a 1-D uint64 array, got 1-D int64"):
+        BitmapMatrix.from_blocks(i64(GRID_KEYS), u64(GRID_BITMAPS), np.arange(6.0),
+                                 GRID_SHAPE)
+
+
+def test_from_blocks_rejects_values_without_blocks(xp):
+    # no blocks means no values: offsets[-1] = 0 but two values are given
+    with pytest.raises(ValueError, match=r"offsets\[-1\] must equal the number of values"):
+        BitmapMatrix.from_blocks(xp.asarray(u64([])), xp.asarray(u64([])),
+                                 xp.asarray(np.ones(2)), (8, 8))
+
+
+# --- errors of the constructors ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make,name", [
+    (lambda: np.ones((3, 3), dtype=np.float16), "float16"),
+    (lambda: np.ones((3, 3), dtype=np.uint8), "uint8"),
+    (lambda: np.array([[1, None]], dtype=object), "object"),
+    (lambda: sp.csr_array(np.ones((3, 3), dtype=np.uint32)), "uint32"),
+    (lambda: sp.csr_array(np.ones((3, 3), dtype=np.uint8)), "uint8"),
+    (lambda: sp.coo_array(np.eye(3, dtype=np.int8)), "int8"),
+], ids=["dense-float16", "dense-uint8", "dense-object", "scipy-uint32", "scipy-uint8",
+        "scipy-int8"])
+def test_unsupported_dtypes(make, name):
+    with pytest.raises(TypeError, match=f"dtype {name} is not supported; supported: "
+                                        f"{SUPPORTED}"):
+        BitmapMatrix(make())
+
+
+def test_unsupported_coo_value_dtype():
+    with pytest.raises(TypeError, match=f"values dtype float16 is not supported; supported: "
+                                        f"{SUPPORTED}"):
+        BitmapMatrix((np.ones(2, dtype=np.float16), (np.array([0, 1]), np.array([0, 1]))),
+                     shape=(2, 2))
+
+
+@pytest.mark.parametrize("arg,name", [
+    ([[1.0, 0.0], [0.0, 2.0]], "list"),
+    ("abc", "str"),
+    (3.0, "float"),
+    (None, "NoneType"),
+    ((np.ones(2), np.array([0, 1])), "tuple"),   # not (values, (rows, cols))
+], ids=["list-of-lists", "string", "scalar", "none", "bad-tuple"])
+def test_unsupported_input_type(arg, name):
+    with pytest.raises(TypeError, match=f"cannot build a BitmapMatrix from {name}; expected"):
+        BitmapMatrix(arg)
+
+
+@pytest.mark.parametrize("arg,match", [
+    (np.ones(3), "expected a 2-D array, got 1-D"),
+    (np.ones((2, 2, 2)), "expected a 2-D array, got 3-D"),
+])
+def test_dense_must_be_2d(arg, match):
+    with pytest.raises(ValueError, match=match):
+        BitmapMatrix(arg)
+
+
+def test_coo_triplets_need_shape():
+    with pytest.raises(ValueError, match=r"shape is required for COO triplets"):
+        BitmapMatrix((np.ones(2), (np.array([0, 1]), np.array([0, 1]))))
+
+
+@pytest.mark.parametrize("shape,match", [
+    ((3, 4), r"shape \(3, 4\) does not match the input's \(10, 19\)"),
+    ((19, 10), r"shape \(19, 10\) does not match the input's \(10, 19\)"),
+])
+def test_shape_must_match_input(shape, match):
+    with pytest.raises(ValueError, match=match):
+        BitmapMatrix(grid_scipy(), shape=shape)
+
+
+def test_coo_triplets_out_of_shape():
+    with pytest.raises(ValueError, match=r"row index 9 out of range for shape \(5, 19\)"):
+        BitmapMatrix((np.array(GRID_VALUES), (np.array(GRID_ROWS), np.array(GRID_COLS))),
+                     shape=(5, 19))
+
+
+@pytest.mark.parametrize("make,name", [(lambda: grid_scipy(), "csr_array"),
+                                       (lambda: np.ones((2, 2)), "ndarray")])
+def test_from_cupyx_rejects_host_input(make, name):
+    with pytest.raises(TypeError, match=f"expected a cupyx.scipy.sparse matrix, got {name}"):
+        BitmapMatrix.from_cupyx(make())
+
+
+def test_from_scipy_rejects_dense():
+    with pytest.raises(TypeError, match="expected a scipy.sparse matrix or array, got ndarray"):
+        BitmapMatrix.from_scipy(np.ones((2, 2)))

@@ -43,8 +43,10 @@ INDEX_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.int32), np.dtype(np.int64))
 #: the dtypes each template parameter is instantiated for
 PARAM_DTYPES: dict[str, tuple[np.dtype, ...]] = {"T": VALUE_DTYPES, "I": INDEX_DTYPES}
 
-#: NVRTC options shared by every module
-COMPILE_OPTIONS: tuple[str, ...] = ("-std=c++17",)
+#: NVRTC options shared by every module. No fused multiply-add: a product
+#: then rounds as scipy's does, and since entries are summed in scipy's order
+#: (ascending inner index) sums that cancel exactly in scipy cancel here too
+COMPILE_OPTIONS: tuple[str, ...] = ("-std=c++17", "--fmad=false")
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
 
@@ -124,11 +126,14 @@ def get_kernel(path: str, name: str, **types: Any) -> Any:
     return module.get_function(name_expression(name, _REGISTRY[path][name], **types))
 
 
-def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256) -> None:
+def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
+           shared_mem: int = 0) -> None:
     """Launch ``kernel`` with one thread per item of ``n`` (nothing if 0).
 
     Python ints become ``long long`` and Python floats ``double``, so every
-    scalar argument has the exact C type the kernel declares.
+    scalar argument has the exact C type the kernel declares. ``shared_mem``
+    bytes of dynamic shared memory are given to each thread block (above
+    48 KiB the kernel's limit is raised first).
     """
     if n <= 0:
         return
@@ -142,4 +147,6 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256) -> None
         launch_hook(kernel.name, n, grid, block)
     cast = tuple(np.int64(a) if isinstance(a, (bool, int)) and not isinstance(a, np.generic)
                  else np.float64(a) if isinstance(a, float) else a for a in args)
-    kernel((grid,), (block,), cast)
+    if shared_mem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < shared_mem:
+        kernel.max_dynamic_shared_size_bytes = shared_mem
+    kernel((grid,), (block,), cast, shared_mem=shared_mem)

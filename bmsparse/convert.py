@@ -192,10 +192,8 @@ def _csr_rows(xp: Any, indptr: Any) -> Any:
     if xp is np:
         return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
     # cupy.repeat wants host counts; a scan of row starts does it on the device
-    import cupyx
-
     starts = xp.zeros(int(indptr[-1]) + 1, dtype=xp.int64)  # sync: nnz
-    cupyx.scatter_add(starts, indptr[1:-1].astype(xp.int64), 1)
+    xp.add.at(starts, indptr[1:-1].astype(xp.int64), 1)
     return xp.cumsum(starts[:-1])
 
 

@@ -135,11 +135,6 @@ extern "C" __global__ void bmsparse_tasks_heads(
     c_keys[q] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
 }
 
-// a chunk holds the block rows that start inside its `chunk` tasks, so up to
-// twice that when no block row is longer than a chunk
-#ifndef BMSPARSE_SORT_CAPACITY
-#define BMSPARSE_SORT_CAPACITY 4096
-#endif
 #ifndef BMSPARSE_SORT_THREADS
 #define BMSPARSE_SORT_THREADS 256
 #endif
@@ -174,7 +169,10 @@ __device__ long long row_start_at_or_after(const u64* a_keys, long long a_nblock
 
 // Sort each chunk of whole block rows of the task codes in shared memory.
 //   u64       codes[ntasks]     - in/out
-//   long long chunk             - tasks per chunk, at most BMSPARSE_SORT_CAPACITY / 2
+//   long long chunk             - tasks per chunk; a chunk holds the block rows that
+//                                 start inside its `chunk` tasks, so up to 2 * chunk
+//                                 (the capacity: dynamic shared memory of 2 * chunk
+//                                 codes) when no block row is longer than a chunk
 //   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
 //   char      in_long[ntasks]   - out: 1 for the tasks of such a chunk, else 0
 // Launch: one thread block of BMSPARSE_SORT_THREADS threads per chunk. Bitonic sort: O(L log^2 L) per chunk of L tasks.
@@ -184,17 +182,17 @@ bmsparse_tasks_sort_chunks(
     long long a_nblocks, const long long* __restrict__ ends,
     const long long* __restrict__ counts, char* __restrict__ in_long)
 {
-    __shared__ u64 tile[BMSPARSE_SORT_CAPACITY];
+    extern __shared__ u64 tile[];
     const long long k = blockIdx.x;
     const long long lo = row_start_at_or_after(a_keys, a_nblocks, ends, counts,
                                                k * chunk, ntasks);
     const long long hi = row_start_at_or_after(a_keys, a_nblocks, ends, counts,
                                                (k + 1) * chunk, ntasks);
     const long long len = hi > lo ? hi - lo : 0;
-    const char is_long = len > BMSPARSE_SORT_CAPACITY;
+    const char is_long = len > 2 * chunk;
     for (long long s = lo + threadIdx.x; s < hi; s += blockDim.x) in_long[s] = is_long;
     if (len <= 1 || is_long) return;
-    int size = 2;
+    long long size = 2;
     while (size < len) size <<= 1;
     for (int s = threadIdx.x; s < size; s += blockDim.x) tile[s] = s < len ? codes[lo + s] : ~0ull;
     __syncthreads();

@@ -42,9 +42,12 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_sort_chunks": (),
 })
 
-#: tasks per chunk of the shared-memory sort (at most half its capacity of
-#: 4096 codes); tests lower it to reach the global-sort path
-SORT_CHUNK = 2048
+#: largest chunk of the shared-memory sort, in tasks: a thread block holds up
+#: to twice that (128 KiB of codes, within Ampere's and Hopper's shared
+#: memory); tests lower it to reach the global-sort path
+SORT_CHUNK = 8192
+#: smallest chunk: fewer tasks than this per thread block is not worth a launch
+_MIN_CHUNK = 256
 _SORT_THREADS = 256
 
 #: width of the packed sort code; tests lower it to reach the argsort path
@@ -129,30 +132,44 @@ def _sizes(xp: Any, a_keys: Any, ends: Any, counts: Any) -> tuple[int, int]:
 def sort_codes(codes: Any, a_keys: Any, ends: Any, counts: Any, max_span: int) -> Any:
     """The task codes, sorted.
 
-    On the GPU each chunk of whole block rows is sorted in shared memory by
-    one thread block; chunks longer than it holds (block rows of more than
-    ``SORT_CHUNK`` tasks) then get one global sort of just their codes.
+    On the GPU each chunk of whole block rows is sorted in place, in shared
+    memory, by one thread block; chunks longer than it holds (block rows of
+    more than ``SORT_CHUNK`` tasks) then get one global sort of just their
+    codes.
     """
     xp = get_array_module(codes, a_keys, ends, counts)
     if xp is np:
         return np.sort(codes)
     ntasks = codes.shape[0]
-    codes = codes.copy()
     if ntasks == 0:
         return codes
-    nchunks = -(-ntasks // SORT_CHUNK)
+    # the smallest power of two that holds the longest block row, so most
+    # chunks fit whole block rows without a global pass
+    chunk = min(max(_MIN_CHUNK, 1 << max(max_span - 1, 0).bit_length()), _largest_chunk())
+    nchunks = -(-ntasks // chunk)
     in_long = xp.empty(ntasks, dtype=xp.int8)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_sort_chunks")
     _kernels.launch(kernel, nchunks * _SORT_THREADS, (
-        codes, ntasks, SORT_CHUNK, a_keys, a_keys.shape[0], ends, counts, in_long),
-        block=_SORT_THREADS)
-    if max_span > SORT_CHUNK:
+        codes, ntasks, chunk, a_keys, a_keys.shape[0], ends, counts, in_long),
+        block=_SORT_THREADS, shared_mem=2 * chunk * 8)
+    if max_span > chunk:
         positions = xp.flatnonzero(in_long)  # sync: how many codes the long chunks hold
         if positions.size:
             # the long chunks hold disjoint block rows in order, so one sort
             # of their codes together sorts each
             codes[positions] = xp.sort(codes[positions])
     return codes
+
+
+def _largest_chunk() -> int:
+    """SORT_CHUNK, or less where the device's shared memory is smaller."""
+    import cupy
+
+    optin = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
+    chunk = SORT_CHUNK
+    while chunk > _MIN_CHUNK and 2 * chunk * 8 > optin:
+        chunk //= 2
+    return chunk
 
 
 def ranges(a_keys: Any, b_keys: Any) -> tuple[Any, Any]:

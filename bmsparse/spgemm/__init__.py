@@ -88,9 +88,9 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
         task_list.task_b, task_list.c_ptr, c_bitmaps, c_offsets, nnz)
     clock.lap("multiply")
     if keep_zeros:  # keep every value, drop only the empty blocks
-        c_nonzero, zero_blocks = c_bitmaps, empty_blocks
+        c_nonzero, zero_blocks = c_bitmaps, xp.zeros(1, dtype=xp.uint64)
     c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
-        c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
+        c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks, empty_blocks)
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)

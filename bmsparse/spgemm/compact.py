@@ -21,7 +21,7 @@ _kernels.register(_KERNELS, {"bmsparse_compact_values": ("T",)})
 
 
 def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
-            c_nonzero: Any, zero_blocks: Any) -> tuple[Any, Any, Any, Any]:
+            c_nonzero: Any, zero_blocks: Any, empty_blocks: Any) -> tuple[Any, Any, Any, Any]:
     """Keep only the entries whose bit is set in ``c_nonzero``.
 
     Parameters
@@ -33,6 +33,9 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
         Subset of ``c_bitmaps``: the entries to keep.
     zero_blocks : uint64 [1]
         Number of blocks where ``c_nonzero`` differs from ``c_bitmaps``.
+    empty_blocks : uint64 [1]
+        Number of empty bitmaps: blocks whose pairs all had empty Boolean
+        products. Dropping only those moves no value.
 
     Returns
     -------
@@ -42,12 +45,14 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
 
     Notes
     -----
-    On the GPU it syncs once to learn whether anything is dropped, and once
-    more to size the result when something is.
+    On the GPU it syncs once to learn what is dropped, and once or twice more
+    to size the result when something is.
     """
     xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
-    if not int(zero_blocks[0]):  # sync: most products drop nothing
-        return c_keys, c_bitmaps, c_offsets, c_values
+    # sync: both counts in one read; most products drop no value
+    zeros, empties = (int(v) for v in xp.concatenate([zero_blocks, empty_blocks]).tolist())
+    if not zeros:
+        return (*_drop_empty(xp, c_keys, c_bitmaps, c_offsets, empties), c_values)
     counts = popcount(c_nonzero)
     new_offsets = exclusive_scan(xp, counts)
     new_nnz = int(new_offsets[-1])  # sync: size of the result
@@ -73,7 +78,12 @@ def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any,
         Number of empty bitmaps (from the count stage).
     """
     xp = get_array_module(c_keys, c_bitmaps, c_offsets, empty_blocks)
-    if not int(empty_blocks[0]):  # sync: empty blocks are rare
+    return _drop_empty(xp, c_keys, c_bitmaps, c_offsets, int(empty_blocks[0]))  # sync
+
+
+def _drop_empty(xp: Any, c_keys: Any, c_bitmaps: Any, c_offsets: Any,
+                empties: int) -> tuple[Any, Any, Any]:
+    if not empties:
         return c_keys, c_bitmaps, c_offsets
     keep = xp.flatnonzero(c_bitmaps)
     return c_keys[keep], c_bitmaps[keep], xp.concatenate([c_offsets[keep], c_offsets[-1:]])

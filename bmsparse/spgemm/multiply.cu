@@ -22,8 +22,7 @@
 //   T         c_values[c_nnz]        - out: values of C
 //   u64       c_nonzero[c_nblocks]   - out: the bits of c_bitmaps whose value is not exactly zero
 //   unsigned long long zero_blocks[1] - out: incremented for each block with a zero value
-//                                       or an empty bitmap (an integer count: the same
-//                                       on every run)
+//                                       (an integer count: the same on every run)
 //
 // Launch: 8 threads per output block (one per block row r; the 8 are
 // consecutive lanes of one warp), 1-D grid of 8 * c_nblocks threads. Row r of
@@ -93,6 +92,6 @@ __global__ void bmsparse_multiply_values(
     for (int s = 1; s < 8; s <<= 1) block_nonzero |= __shfl_xor_sync(group, block_nonzero, s);
     if (r == 0) {
         c_nonzero[q] = block_nonzero;
-        if (block_nonzero != c_bm || !c_bm) atomicAdd(zero_blocks, 1ull);
+        if (block_nonzero != c_bm) atomicAdd(zero_blocks, 1ull);
     }
 }

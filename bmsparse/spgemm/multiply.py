@@ -42,8 +42,7 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     c_nonzero : uint64 [c_nblocks]
         The bits of ``c_bitmaps`` whose value is not exactly zero.
     zero_blocks : uint64 [1]
-        Number of blocks with a value that is exactly zero or with an empty
-        bitmap (0: nothing to compact).
+        Number of blocks with a value that is exactly zero (0: no value to drop).
     """
     xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, task_a, c_bitmaps)
     if xp is np:
@@ -93,8 +92,7 @@ def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_valu
     c_values = np.zeros(nnz, dtype=a_values.dtype)
     np.add.at(c_values, c_pos, a_values[a_pos] * b_values[b_pos])
     c_nonzero = _nonzero_bits(c_bitmaps, c_offsets, c_values)
-    zero_blocks = np.array([np.count_nonzero((c_nonzero != c_bitmaps) | (c_bitmaps == 0))],
-                           dtype=np.uint64)
+    zero_blocks = np.array([np.count_nonzero(c_nonzero != c_bitmaps)], dtype=np.uint64)
     return c_values, c_nonzero, zero_blocks
 
 

@@ -140,17 +140,33 @@ extern "C" __global__ void bmsparse_tasks_heads(
 #endif
 
 //   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
-//   long long max_span[1] - out: atomicMax of the task count of every block row
+//   u64       max_span[1] - out: the most tasks of one block row (atomicMax, one per
+//                           thread block after a reduction: one address for all
+//                           block rows would serialise the atomics)
 extern "C" __global__ void bmsparse_tasks_spans(
     const u64* __restrict__ a_keys, long long a_nblocks, const long long* __restrict__ ends,
     const long long* __restrict__ counts, unsigned long long* __restrict__ max_span)
 {
+    __shared__ unsigned long long warp_max[32];
     long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (a >= a_nblocks) return;
-    const unsigned int i = block_row(a_keys[a]);
-    if (a + 1 < a_nblocks && block_row(a_keys[a + 1]) == i) return;  // not the row's last block
-    const long long a0 = lower_bound(a_keys, a_nblocks, (u64)i << 32);
-    atomicMax(max_span, (unsigned long long)(ends[a] - (ends[a0] - counts[a0])));
+    unsigned long long span = 0;
+    if (a < a_nblocks) {
+        const unsigned int i = block_row(a_keys[a]);
+        if (a + 1 == a_nblocks || block_row(a_keys[a + 1]) != i) {  // the row's last block
+            const long long a0 = lower_bound(a_keys, a_nblocks, (u64)i << 32);
+            span = (unsigned long long)(ends[a] - (ends[a0] - counts[a0]));
+        }
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) span = max(span, __shfl_down_sync(0xffffffffu, span, d));
+    if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = span;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        span = threadIdx.x < (blockDim.x + 31) / 32 ? warp_max[threadIdx.x] : 0;
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) span = max(span, __shfl_down_sync(0xffffffffu, span, d));
+        if (threadIdx.x == 0 && span) atomicMax(max_span, span);
+    }
 }
 
 // first task of the first block row that starts at or after task t

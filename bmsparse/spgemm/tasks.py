@@ -44,7 +44,8 @@ _kernels.register(_KERNELS, {
 
 #: largest chunk of the shared-memory sort, in tasks: a thread block holds up
 #: to twice that (128 KiB of codes, within Ampere's and Hopper's shared
-#: memory); tests lower it to reach the global-sort path
+#: memory); tests lower it to reach the global-sort path, and 0 sorts
+#: every code globally
 SORT_CHUNK = 8192
 #: smallest chunk: fewer tasks than this per thread block is not worth a launch
 _MIN_CHUNK = 256
@@ -143,6 +144,8 @@ def sort_codes(codes: Any, a_keys: Any, ends: Any, counts: Any, max_span: int) -
     ntasks = codes.shape[0]
     if ntasks == 0:
         return codes
+    if SORT_CHUNK == 0:
+        return xp.sort(codes)
     # the smallest power of two that holds the longest block row, so most
     # chunks fit whole block rows without a global pass
     chunk = min(max(_MIN_CHUNK, 1 << max(max_span - 1, 0).bit_length()), _largest_chunk())

@@ -349,7 +349,7 @@ def run_multiply(xp, a, b, t, c_bitmaps, c_offsets):
         as_xp(xp, t.c_ptr, np.int64), as_xp(xp, c_bitmaps, np.uint64),
         as_xp(xp, c_offsets, np.int64), c_offsets[-1])
     bitmaps, nonzero = np.asarray(c_bitmaps, dtype=np.uint64), host(c_nonzero)
-    assert int(zero_blocks[0]) == np.count_nonzero((nonzero != bitmaps) | (bitmaps == 0))
+    assert int(zero_blocks[0]) == np.count_nonzero(nonzero != bitmaps)
     return c_values, c_nonzero
 
 
@@ -452,7 +452,8 @@ def test_compact_by_hand(dtype, xp):
     keys, bitmaps, offsets, values, nonzero = COMPACT_IN
     got = compact_mod.compact(as_xp(xp, keys, np.uint64), as_xp(xp, bitmaps, np.uint64),
                               as_xp(xp, offsets, np.int64), as_xp(xp, values, dtype),
-                              as_xp(xp, nonzero, np.uint64), as_xp(xp, [2], np.uint64))
+                              as_xp(xp, nonzero, np.uint64), as_xp(xp, [2], np.uint64),
+                              as_xp(xp, [0], np.uint64))
     keys, bitmaps, offsets, values = (host(x) for x in got)
     assert [int(k) for k in keys] == COMPACT_OUT[0]
     assert [int(b) for b in bitmaps] == COMPACT_OUT[1]
@@ -463,16 +464,28 @@ def test_compact_by_hand(dtype, xp):
 def test_compact_everything_dropped(xp):
     got = compact_mod.compact(as_xp(xp, [3, 4], np.uint64), as_xp(xp, [1, 6], np.uint64),
                               as_xp(xp, [0, 1, 3], np.int64), as_xp(xp, [0, 0, 0], np.float64),
-                              as_xp(xp, [0, 0], np.uint64), as_xp(xp, [2], np.uint64))
+                              as_xp(xp, [0, 0], np.uint64), as_xp(xp, [2], np.uint64),
+                              as_xp(xp, [0], np.uint64))
     keys, bitmaps, offsets, values = (host(x) for x in got)
     assert keys.size == bitmaps.size == values.size == 0
     assert offsets.tolist() == [0]
 
 
+def test_compact_empty_blocks_only_moves_no_value(xp):
+    # block 1 is empty (its pairs' products were empty): only the index arrays change
+    values = as_xp(xp, [1.0, 2.0, 3.0], np.float64)
+    keys, bitmaps, offsets, got_values = (host(x) for x in compact_mod.compact(
+        as_xp(xp, [3, 4, 7], np.uint64), as_xp(xp, [1, 0, 6], np.uint64),
+        as_xp(xp, [0, 1, 1, 3], np.int64), values, as_xp(xp, [1, 0, 6], np.uint64),
+        as_xp(xp, [0], np.uint64), as_xp(xp, [1], np.uint64)))
+    assert keys.tolist() == [3, 7] and bitmaps.tolist() == [1, 6]
+    assert offsets.tolist() == [0, 1, 3] and got_values.tolist() == [1.0, 2.0, 3.0]
+
+
 def test_compact_nothing_dropped_returns_the_inputs(xp):
     args = (as_xp(xp, [3, 4], np.uint64), as_xp(xp, [1, 6], np.uint64),
             as_xp(xp, [0, 1, 3], np.int64), as_xp(xp, [1, 2, 3], np.float64),
-            as_xp(xp, [1, 6], np.uint64), as_xp(xp, [0], np.uint64))
+            as_xp(xp, [1, 6], np.uint64), as_xp(xp, [0], np.uint64), as_xp(xp, [0], np.uint64))
     got = compact_mod.compact(*args)
     assert all(g is a for g, a in zip(got, args[:4]))
 
@@ -498,7 +511,7 @@ def test_cuda_intermediates_equal_numpy(name, dtype):
             xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
             t.task_a, t.task_b, t.c_ptr, c_bitmaps, c_offsets, nnz)
         out = compact_mod.compact(t.c_keys, c_bitmaps, c_offsets, c_values, c_nonzero,
-                                  zero_blocks)
+                                  zero_blocks, empty)
         results[xp.__name__] = dict(empty=empty, zero_blocks=zero_blocks,
             task_a=t.task_a, task_b=t.task_b, c_keys=t.c_keys, c_ptr=t.c_ptr,
             c_bitmaps=c_bitmaps, c_offsets=c_offsets, c_nonzero=c_nonzero, c_values=c_values,

@@ -7,9 +7,11 @@ from typing import Any
 import numpy as np
 
 from . import _kernels
+from ._sputils import get_array_module
 
 _KERNELS = "_primitives.cu"
-_kernels.register(_KERNELS, {"bmsparse_scan_inclusive": ()})
+_kernels.register(_KERNELS, {"bmsparse_scan_inclusive": (),
+                             "bmsparse_sort_segment_chunks": ()})
 
 #: arrays up to this length are scanned by one thread block in one launch
 SMALL_SCAN = 1 << 16
@@ -67,3 +69,55 @@ def exclusive_scan(xp: Any, counts: Any) -> Any:
     else:
         _scan_into(counts, out[1:])
     return out
+
+
+#: codes per chunk of the segment sort (a thread block holds up to twice
+#: that); segments longer than a chunk go to a global sort. Tests lower it,
+#: and 0 sorts everything globally.
+SORT_CHUNK = 512
+_SORT_THREADS = 256
+
+
+def sort_segments(codes: Any, seg_starts: Any, max_span: int, long_codes: int) -> Any:
+    """Sort uint64 ``codes`` whose segments are already ordered against each other.
+
+    Parameters
+    ----------
+    codes : uint64 [n]
+        Sorted in place on the GPU (a new array on the host).
+    seg_starts : int64 [nseg]
+        First code of every segment, non-decreasing (repeats allowed).
+    max_span, long_codes : int
+        Length of the longest segment, and the number of codes in segments
+        longer than ``SORT_CHUNK``.
+
+    Returns
+    -------
+    uint64 [n]
+
+    Notes
+    -----
+    Short segments are sorted in shared memory, a chunk of whole segments per
+    thread block; the codes of long segments get one global sort together
+    (their segments are disjoint and ordered, so that sorts each). When most
+    codes are in long segments, one global sort of everything is cheaper.
+    Syncs once when long segments exist.
+    """
+    xp = get_array_module(codes)
+    n = codes.shape[0]
+    if xp is np:
+        return np.sort(codes)
+    if n == 0 or SORT_CHUNK == 0 or 2 * long_codes > n:
+        codes.sort()
+        return codes
+    chunk = min(SORT_CHUNK, max(32, 1 << max(max_span - 1, 0).bit_length()))
+    in_long = xp.empty(n, dtype=xp.int8)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_sort_segment_chunks")
+    _kernels.launch(kernel, -(-n // chunk) * _SORT_THREADS,
+                    (codes, n, chunk, seg_starts, seg_starts.shape[0], in_long),
+                    block=_SORT_THREADS, shared_mem=2 * chunk * 8)
+    if max_span > chunk:
+        positions = xp.flatnonzero(in_long)  # sync: how many codes the long chunks hold
+        if positions.size:
+            codes[positions] = xp.sort(codes[positions])
+    return codes

@@ -17,9 +17,8 @@
 //
 // Bitmap -> CSR needs no sort: blocks are sorted by key and values are in bit
 // order, so every entry's place follows from popcounts and scans:
-//   bmsparse_convert_row_popcounts : popcount of row r of block q, stored at [r * nblocks + q]
-//   bmsparse_convert_row_lengths   : length of every matrix row (after a scan of the above)
-//   bmsparse_convert_csr_entries   : indices and data of row r of block q
+//   bmsparse_convert_row_lengths   : length of every matrix row
+//   bmsparse_convert_csr_entries   : indices and data of every row (after a scan)
 //
 // Launch: one thread per item named in each kernel, 1-D grid.
 // Deterministic: no atomics on values; duplicates are summed in input order.
@@ -168,63 +167,79 @@ extern "C" __global__ void bmsparse_convert_expand_entries(
     }
 }
 
-//   u64       bitmaps[nblocks]
-//   long long popcounts[8 * nblocks] - out: popcount of row r of block q at [r * nblocks + q]
-extern "C" __global__ void bmsparse_convert_row_popcounts(
-    const u64* __restrict__ bitmaps, long long nblocks, long long* __restrict__ popcounts)
-{
-    long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (tid >= 8 * nblocks) return;
-    const long long q = tid >> 3;
-    const int r = (int)(tid & 7);
-    popcounts[r * nblocks + q] = __popc(row_bits(bitmaps[q], r));
-}
+// Bitmap -> CSR: one warp per matrix row. Row r of block row i has its
+// entries in row r of every block of that block row, in block order; the
+// lanes take 32 blocks at a time and a warp scan of their popcounts places
+// each lane's entries, so a warp writes one stretch of the CSR row.
 
-//   long long scan[8 * nblocks + 1] - exclusive scan of the row popcounts
-//   long long brow_ptr[nbrows + 1]  - blocks of block row i: [brow_ptr[i], brow_ptr[i+1])
-//   long long lengths[nrows]        - out
+//   u64       bitmaps[nblocks]
+//   long long brow_ptr[nbrows + 1] - blocks of block row i: [brow_ptr[i], brow_ptr[i+1])
+//   long long nrows
+//   long long lengths[nrows]       - out: entries of each row
 extern "C" __global__ void bmsparse_convert_row_lengths(
-    const long long* __restrict__ scan, long long nblocks,
-    const long long* __restrict__ brow_ptr, long long nrows, long long* __restrict__ lengths)
+    const u64* __restrict__ bitmaps, const long long* __restrict__ brow_ptr,
+    long long nrows, long long* __restrict__ lengths)
 {
-    long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (row >= nrows) return;
-    const long long i = row >> 3, base = (row & 7) * nblocks;
-    lengths[row] = scan[base + brow_ptr[i + 1]] - scan[base + brow_ptr[i]];
+    const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    if (row >= nrows) return;  // whole warps leave together
+    const int lane = threadIdx.x & 31, r = (int)(row & 7);
+    const long long i = row >> 3;
+    long long n = 0;
+    for (long long q = brow_ptr[i] + lane; q < brow_ptr[i + 1]; q += 32)
+        n += __popc(row_bits(bitmaps[q], r));
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) n += __shfl_down_sync(0xffffffffu, n, d);
+    if (lane == 0) lengths[row] = n;
 }
 
 //   u64       keys[nblocks], bitmaps[nblocks]
 //   long long offsets[nblocks + 1]
 //   T         values[nnz]        - values, or null for a pattern matrix
-//   long long scan[8 * nblocks + 1], brow_ptr[nbrows + 1]
-//   long long indptr[nrows + 1]
+//   long long brow_ptr[nbrows + 1], nrows
+//   long long indptr[nrows + 1]  - row starts (scan of the row lengths)
 //   I         indices[nnz]       - out
 //   T         data[nnz]          - out, or null for a pattern matrix
 template <typename T, typename I>
 __global__ void bmsparse_convert_csr_entries(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
-    const long long* __restrict__ offsets, const T* __restrict__ values, long long nblocks,
-    const long long* __restrict__ scan, const long long* __restrict__ brow_ptr,
+    const long long* __restrict__ offsets, const T* __restrict__ values,
+    const long long* __restrict__ brow_ptr, long long nrows,
     const long long* __restrict__ indptr, I* __restrict__ indices, T* __restrict__ data)
 {
-    long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (tid >= 8 * nblocks) return;
-    const long long q = tid >> 3;
-    const int r = (int)(tid & 7);
-    const u64 key = keys[q], bitmap = bitmaps[q];
-    unsigned int bits = row_bits(bitmap, r);
-    if (!bits) return;
-    const long long i = block_row(key), base = r * nblocks;
-    // entries of this row in earlier blocks of the same block row come first
-    long long dst = indptr[(i << 3) + r] + scan[base + q] - scan[base + brow_ptr[i]];
-    long long src = offsets[q] + value_index(bitmap, bit_of(r, 0));
-    const long long col0 = (long long)block_col(key) << 3;
-    while (bits) {
-        const int c = __ffs(bits) - 1;
-        bits &= bits - 1u;
-        indices[dst] = (I)(col0 + c);
-        if (values) data[dst] = values[src];
-        ++dst;
-        ++src;
+    const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    if (row >= nrows) return;  // whole warps leave together
+    const int lane = threadIdx.x & 31, r = (int)(row & 7);
+    const long long i = row >> 3, first = brow_ptr[i], last = brow_ptr[i + 1];
+    long long base = indptr[row];
+    for (long long q0 = first; q0 < last; q0 += 32) {
+        const long long q = q0 + lane;
+        unsigned int bits = 0;
+        u64 bitmap = 0;
+        if (q < last) {
+            bitmap = bitmaps[q];
+            bits = row_bits(bitmap, r);
+        }
+        const int n = __popc(bits);
+        int before = n;  // inclusive warp scan of the lanes' counts
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, before, d);
+            if (lane >= d) before += y;
+        }
+        const int total = __shfl_sync(0xffffffffu, before, 31);
+        if (bits) {
+            long long dst = base + before - n;
+            long long src = offsets[q] + value_index(bitmap, bit_of(r, 0));
+            const long long col0 = (long long)block_col(keys[q]) << 3;
+            while (bits) {
+                const int c = __ffs(bits) - 1;
+                bits &= bits - 1u;
+                indices[dst] = (I)(col0 + c);
+                if (values) data[dst] = values[src];
+                ++dst;
+                ++src;
+            }
+        }
+        base += total;
     }
 }

@@ -13,10 +13,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _kernels
-from ._format import (BLOCK_MASK, BLOCK_SHIFT, KEY_SHIFT, bit_of, nblocks_along, pack_keys,
-                      set_bits)
-from ._primitives import cumsum, exclusive_scan, stable_argsort
+from . import _kernels, _primitives
+from ._format import (BLOCK, BLOCK_MASK, BLOCK_SHIFT, KEY_SHIFT, bit_of, nblocks_along,
+                      pack_keys, set_bits)
+from ._primitives import cumsum, exclusive_scan, sort_segments, stable_argsort
 from ._sputils import check_dtype, get_array_module, get_index_dtype
 
 _KERNELS = "convert.cu"
@@ -27,7 +27,6 @@ _kernels.register(_KERNELS, {
     "bmsparse_convert_sum_entries": ("T",),
     "bmsparse_convert_block_heads": (),
     "bmsparse_convert_expand_entries": (),
-    "bmsparse_convert_row_popcounts": (),
     "bmsparse_convert_row_lengths": (),
     "bmsparse_convert_csr_entries": ("T", "I"),
 })
@@ -176,7 +175,8 @@ def _sorted_entries(xp: Any, rows: Any, cols: Any, indptr: Any,
     row_bits, col_bits, entry_bits = _code_widths(shape, n)
     if row_bits + col_bits + 2 * BLOCK_SHIFT + entry_bits <= 64:
         codes, errors = _codes(xp, rows, cols, indptr, shape, col_bits, entry_bits)
-        return (*_unpack_codes(xp, xp.sort(codes), col_bits, entry_bits), errors)
+        return (*_unpack_codes(xp, _sort_codes(xp, codes, indptr), col_bits, entry_bits),
+                errors)
     if rows is None:
         if int(_indptr_errors(xp, indptr, n)[0]):  # sync: rare path, huge shapes only
             zeros = xp.zeros(n, dtype=xp.int64)
@@ -184,6 +184,20 @@ def _sorted_entries(xp: Any, rows: Any, cols: Any, indptr: Any,
                     xp.zeros(1, dtype=xp.int32))
         rows = _csr_rows(xp, indptr)
     return (*_sort_by_argsort(xp, rows, cols), _range_errors(xp, rows, cols, shape))
+
+
+def _sort_codes(xp: Any, codes: Any, indptr: Any) -> Any:
+    """Sorted entry codes. CSR entries are grouped by block row already (8
+    rows of indptr), so only the entries of each block row need sorting."""
+    if xp is np or indptr is None:
+        return xp.sort(codes)
+    indptr = indptr.astype(xp.int64)
+    starts = xp.ascontiguousarray(indptr[:-1:BLOCK])
+    spans = xp.diff(xp.append(starts, indptr[-1:]))
+    long_spans = xp.where(spans > _primitives.SORT_CHUNK, spans, 0)
+    stats = xp.stack([spans.max(), long_spans.sum()]) if spans.size else xp.zeros(2, xp.int64)
+    max_span, long_codes = (int(v) for v in stats.tolist())  # sync: picks the sort
+    return sort_segments(codes, starts, max_span, long_codes)
 
 
 def _csr_rows(xp: Any, indptr: Any) -> Any:
@@ -394,10 +408,6 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype)
     import cupy
 
     nrows, nblocks = shape[0], keys.shape[0]
-    popcounts = cupy.empty(8 * nblocks, dtype=cupy.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_row_popcounts")
-    _kernels.launch(kernel, 8 * nblocks, (bitmaps, nblocks, popcounts))
-    scan = exclusive_scan(cupy, popcounts)
     # one search per block row start; the end of the last is nblocks, since
     # (nbrows << 32) may not fit in 64 bits
     brow_starts = cupy.arange(nblocks_along(nrows), dtype=cupy.uint64) << cupy.uint64(KEY_SHIFT)
@@ -405,7 +415,7 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype)
                                  cupy.asarray([nblocks])]).astype(cupy.int64)
     lengths = cupy.empty(nrows, dtype=cupy.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_row_lengths")
-    _kernels.launch(kernel, nrows, (scan, nblocks, brow_ptr, nrows, lengths))
+    _kernels.launch(kernel, 32 * nrows, (bitmaps, brow_ptr, nrows, lengths))
     indptr = exclusive_scan(cupy, lengths)
     indices = cupy.empty(nnz, dtype=index_dtype)
     if values is None:
@@ -416,6 +426,6 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype)
         value_dtype, values_arg, data_arg = values.dtype, values, data
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_entries",
                                  T=value_dtype, I=index_dtype)
-    _kernels.launch(kernel, 8 * nblocks, (keys, bitmaps, offsets, values_arg, nblocks, scan,
-                                          brow_ptr, indptr, indices, data_arg))
+    _kernels.launch(kernel, 32 * nrows, (keys, bitmaps, offsets, values_arg, brow_ptr, nrows,
+                                         indptr, indices, data_arg))
     return indptr.astype(index_dtype, copy=False), indices, data

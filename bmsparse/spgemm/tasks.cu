@@ -11,10 +11,8 @@
 //                              (i << (col_bits + task_bits)) | (k << task_bits) | t
 //   3. sort the codes. A's keys are sorted, so the tasks of a block row i
 //      are already contiguous and only need sorting among themselves:
-//      bmsparse_tasks_spans finds the longest block row; when it is short,
-//      bmsparse_tasks_sort_chunks sorts chunks of whole block rows in shared
-//      memory, one thread block each, and chunks too long for it are left to
-//      a global sort (CuPy's) of just their codes
+//      bmsparse_tasks_spans finds where each block row starts and how long
+//      the rows are, for the segment sort of ../_primitives.cu
 //   4. bmsparse_tasks_unpack : per sorted position s, its A and B block and
 //                              whether it starts an output block's run
 //   5. bmsparse_tasks_heads  : per run start, c_ptr and c_keys
@@ -135,95 +133,54 @@ extern "C" __global__ void bmsparse_tasks_heads(
     c_keys[q] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
 }
 
-#ifndef BMSPARSE_SORT_THREADS
-#define BMSPARSE_SORT_THREADS 256
-#endif
-
 //   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
-//   u64       max_span[1] - out: the most tasks of one block row (atomicMax, one per
-//                           thread block after a reduction: one address for all
-//                           block rows would serialise the atomics)
+//   long long chunk             - the segment sort's chunk, in tasks
+//   long long row_first[a_nblocks] - out: first task of the block row of each A block
+//                                 (non-decreasing: the segments of the sort)
+//   u64       stats[2]          - out: the most tasks of one block row, and the tasks
+//                                 of block rows longer than a chunk (atomics, one per
+//                                 thread block after a reduction: one address for all
+//                                 block rows would serialise them)
 extern "C" __global__ void bmsparse_tasks_spans(
     const u64* __restrict__ a_keys, long long a_nblocks, const long long* __restrict__ ends,
-    const long long* __restrict__ counts, unsigned long long* __restrict__ max_span)
+    const long long* __restrict__ counts, long long chunk, long long* __restrict__ row_first,
+    unsigned long long* __restrict__ stats)
 {
-    __shared__ unsigned long long warp_max[32];
+    __shared__ unsigned long long warp_max[32], warp_long[32];
     long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    unsigned long long span = 0;
+    unsigned long long span = 0, long_tasks = 0;
     if (a < a_nblocks) {
         const unsigned int i = block_row(a_keys[a]);
+        const long long a0 = lower_bound(a_keys, a_nblocks, (u64)i << 32);
+        const long long first = ends[a0] - counts[a0];
+        row_first[a] = first;
         if (a + 1 == a_nblocks || block_row(a_keys[a + 1]) != i) {  // the row's last block
-            const long long a0 = lower_bound(a_keys, a_nblocks, (u64)i << 32);
-            span = (unsigned long long)(ends[a] - (ends[a0] - counts[a0]));
+            span = (unsigned long long)(ends[a] - first);
+            long_tasks = span > (unsigned long long)chunk ? span : 0;
         }
     }
 #pragma unroll
-    for (int d = 16; d > 0; d >>= 1) span = max(span, __shfl_down_sync(0xffffffffu, span, d));
-    if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = span;
+    for (int d = 16; d > 0; d >>= 1) {
+        span = max(span, __shfl_down_sync(0xffffffffu, span, d));
+        long_tasks += __shfl_down_sync(0xffffffffu, long_tasks, d);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        warp_max[threadIdx.x >> 5] = span;
+        warp_long[threadIdx.x >> 5] = long_tasks;
+    }
     __syncthreads();
     if (threadIdx.x < 32) {
-        span = threadIdx.x < (blockDim.x + 31) / 32 ? warp_max[threadIdx.x] : 0;
+        const bool valid = threadIdx.x < (blockDim.x + 31) / 32;
+        span = valid ? warp_max[threadIdx.x] : 0;
+        long_tasks = valid ? warp_long[threadIdx.x] : 0;
 #pragma unroll
-        for (int d = 16; d > 0; d >>= 1) span = max(span, __shfl_down_sync(0xffffffffu, span, d));
-        if (threadIdx.x == 0 && span) atomicMax(max_span, span);
-    }
-}
-
-// first task of the first block row that starts at or after task t
-__device__ long long row_start_at_or_after(const u64* a_keys, long long a_nblocks,
-                                           const long long* ends, const long long* counts,
-                                           long long t, long long ntasks) {
-    if (t >= ntasks) return ntasks;
-    const long long a = owner_of(ends, a_nblocks, t);
-    const u64 i = block_row(a_keys[a]);
-    const long long a0 = lower_bound(a_keys, a_nblocks, i << 32);
-    if (ends[a0] - counts[a0] == t) return t;
-    if (i == 0xffffffffull) return ntasks;
-    const long long a1 = lower_bound(a_keys, a_nblocks, (i + 1) << 32);
-    return a1 < a_nblocks ? ends[a1] - counts[a1] : ntasks;
-}
-
-// Sort each chunk of whole block rows of the task codes in shared memory.
-//   u64       codes[ntasks]     - in/out
-//   long long chunk             - tasks per chunk; a chunk holds the block rows that
-//                                 start inside its `chunk` tasks, so up to 2 * chunk
-//                                 (the capacity: dynamic shared memory of 2 * chunk
-//                                 codes) when no block row is longer than a chunk
-//   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
-//   char      in_long[ntasks]   - out: 1 for the tasks of such a chunk, else 0
-// Launch: one thread block of BMSPARSE_SORT_THREADS threads per chunk. Bitonic sort: O(L log^2 L) per chunk of L tasks.
-extern "C" __global__ void __launch_bounds__(BMSPARSE_SORT_THREADS)
-bmsparse_tasks_sort_chunks(
-    u64* __restrict__ codes, long long ntasks, long long chunk, const u64* __restrict__ a_keys,
-    long long a_nblocks, const long long* __restrict__ ends,
-    const long long* __restrict__ counts, char* __restrict__ in_long)
-{
-    extern __shared__ u64 tile[];
-    const long long k = blockIdx.x;
-    const long long lo = row_start_at_or_after(a_keys, a_nblocks, ends, counts,
-                                               k * chunk, ntasks);
-    const long long hi = row_start_at_or_after(a_keys, a_nblocks, ends, counts,
-                                               (k + 1) * chunk, ntasks);
-    const long long len = hi > lo ? hi - lo : 0;
-    const char is_long = len > 2 * chunk;
-    for (long long s = lo + threadIdx.x; s < hi; s += blockDim.x) in_long[s] = is_long;
-    if (len <= 1 || is_long) return;
-    long long size = 2;
-    while (size < len) size <<= 1;
-    for (int s = threadIdx.x; s < size; s += blockDim.x) tile[s] = s < len ? codes[lo + s] : ~0ull;
-    __syncthreads();
-    for (int width = 2; width <= size; width <<= 1) {
-        for (int stride = width >> 1; stride > 0; stride >>= 1) {
-            for (int s = threadIdx.x; s < size; s += blockDim.x) {
-                const int partner = s ^ stride;
-                if (partner > s) {
-                    const u64 x = tile[s], y = tile[partner];
-                    const bool ascending = (s & width) == 0;
-                    if ((x > y) == ascending) { tile[s] = y; tile[partner] = x; }
-                }
-            }
-            __syncthreads();
+        for (int d = 16; d > 0; d >>= 1) {
+            span = max(span, __shfl_down_sync(0xffffffffu, span, d));
+            long_tasks += __shfl_down_sync(0xffffffffu, long_tasks, d);
+        }
+        if (threadIdx.x == 0) {
+            if (span) atomicMax(stats, span);
+            if (long_tasks) atomicAdd(stats + 1, long_tasks);
         }
     }
-    for (int s = threadIdx.x; s < len; s += blockDim.x) codes[lo + s] = tile[s];
 }

@@ -29,7 +29,8 @@ import numpy as np
 
 from .. import _kernels
 from .._format import COL_MASK, KEY_SHIFT
-from .._primitives import cumsum, stable_argsort
+from .. import _primitives
+from .._primitives import cumsum, sort_segments, stable_argsort
 from .._sputils import get_array_module
 
 _KERNELS = "spgemm/tasks.cu"
@@ -39,17 +40,7 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_unpack": (),
     "bmsparse_tasks_heads": (),
     "bmsparse_tasks_spans": (),
-    "bmsparse_tasks_sort_chunks": (),
 })
-
-#: largest chunk of the shared-memory sort, in tasks: a thread block holds up
-#: to twice that (128 KiB of codes, within Ampere's and Hopper's shared
-#: memory); tests lower it to reach the global-sort path, and 0 sorts
-#: every code globally
-SORT_CHUNK = 8192
-#: smallest chunk: fewer tasks than this per thread block is not worth a launch
-_MIN_CHUNK = 256
-_SORT_THREADS = 256
 
 #: width of the packed sort code; tests lower it to reach the argsort path
 PACKED_SORT_BITS = 64
@@ -97,12 +88,13 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int) -> TaskList:
     xp = get_array_module(a_keys, b_keys)
     lo, counts = ranges(a_keys, b_keys)
     ends = cumsum(xp, counts)
-    ntasks, max_span = _sizes(xp, a_keys, ends, counts)  # sync: size of the task list
+    ntasks, row_first, max_span, long_tasks = _sizes(xp, a_keys, ends, counts)
     col_bits = max((col_bound - 1).bit_length(), 1)
     task_bits = max((ntasks - 1).bit_length(), 1)
     if max((row_bound - 1).bit_length(), 1) + col_bits + task_bits <= PACKED_SORT_BITS:
         codes = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
-        sorted_codes, order = sort_codes(codes, a_keys, ends, counts, max_span), None
+        sorted_codes = sort_segments(codes, row_first, max_span, long_tasks)
+        order = None
     else:
         col_bits, task_bits = KEY_SHIFT, 0
         full = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
@@ -115,64 +107,24 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int) -> TaskList:
     return TaskList(task_a, task_b, c_keys, c_ptr)
 
 
-def _sizes(xp: Any, a_keys: Any, ends: Any, counts: Any) -> tuple[int, int]:
-    """Number of tasks and the most tasks of one block row (0 on the host)."""
-    if ends.shape[0] == 0:
-        return 0, 0
-    if xp is np:
-        return int(ends[-1]), 0
-    n = a_keys.shape[0]
-    out = xp.zeros(2, dtype=xp.uint64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
-    _kernels.launch(kernel, n, (a_keys, n, ends, counts, out[1:]))
-    out[0] = ends[-1]
-    ntasks, max_span = (int(v) for v in out.tolist())  # sync: both sizes in one read
-    return ntasks, max_span
-
-
-def sort_codes(codes: Any, a_keys: Any, ends: Any, counts: Any, max_span: int) -> Any:
-    """The task codes, sorted.
-
-    On the GPU each chunk of whole block rows is sorted in place, in shared
-    memory, by one thread block; chunks longer than it holds (block rows of
-    more than ``SORT_CHUNK`` tasks) then get one global sort of just their
-    codes.
+def _sizes(xp: Any, a_keys: Any, ends: Any, counts: Any) -> tuple[int, Any, int, int]:
+    """Number of tasks; then, for the GPU's segment sort, the first task of
+    each A block's block row, the most tasks of one block row and the tasks
+    of block rows longer than a sort chunk (None, 0, 0 on the host).
     """
-    xp = get_array_module(codes, a_keys, ends, counts)
+    if ends.shape[0] == 0:
+        return 0, None, 0, 0
     if xp is np:
-        return np.sort(codes)
-    ntasks = codes.shape[0]
-    if ntasks == 0:
-        return codes
-    if SORT_CHUNK == 0:
-        return xp.sort(codes)
-    # the smallest power of two that holds the longest block row, so most
-    # chunks fit whole block rows without a global pass
-    chunk = min(max(_MIN_CHUNK, 1 << max(max_span - 1, 0).bit_length()), _largest_chunk())
-    nchunks = -(-ntasks // chunk)
-    in_long = xp.empty(ntasks, dtype=xp.int8)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_sort_chunks")
-    _kernels.launch(kernel, nchunks * _SORT_THREADS, (
-        codes, ntasks, chunk, a_keys, a_keys.shape[0], ends, counts, in_long),
-        block=_SORT_THREADS, shared_mem=2 * chunk * 8)
-    if max_span > chunk:
-        positions = xp.flatnonzero(in_long)  # sync: how many codes the long chunks hold
-        if positions.size:
-            # the long chunks hold disjoint block rows in order, so one sort
-            # of their codes together sorts each
-            codes[positions] = xp.sort(codes[positions])
-    return codes
-
-
-def _largest_chunk() -> int:
-    """SORT_CHUNK, or less where the device's shared memory is smaller."""
-    import cupy
-
-    optin = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
-    chunk = SORT_CHUNK
-    while chunk > _MIN_CHUNK and 2 * chunk * 8 > optin:
-        chunk //= 2
-    return chunk
+        return int(ends[-1]), None, 0, 0
+    n = a_keys.shape[0]
+    row_first = xp.empty(n, dtype=xp.int64)
+    stats = xp.zeros(3, dtype=xp.uint64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
+    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _primitives.SORT_CHUNK, row_first,
+                                stats[1:]))
+    stats[0] = ends[-1]
+    ntasks, max_span, long_tasks = (int(v) for v in stats.tolist())  # sync: sizes, one read
+    return ntasks, row_first, max_span, long_tasks
 
 
 def ranges(a_keys: Any, b_keys: Any) -> tuple[Any, Any]:

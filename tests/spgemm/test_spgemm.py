@@ -186,10 +186,27 @@ def test_deterministic_bits(xp):
         assert xp.array_equal(first.values.view(xp.uint64), again.values.view(xp.uint64))
 
 
-@pytest.mark.parametrize("chunk", [2048, 64, 4])
+@pytest.mark.parametrize("chunk", [0, 2048, 64, 4])
 def test_task_sort_chunks_and_long_rows(chunk, xp, monkeypatch):
-    from bmsparse.spgemm import tasks
+    from bmsparse import _primitives
 
-    monkeypatch.setattr(tasks, "SORT_CHUNK", chunk)
+    monkeypatch.setattr(_primitives, "SORT_CHUNK", chunk)
     a = power_law(1500, 7)
     assert_same_csr(run(a, a, xp), scipy_product(a, a))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("chunk", [0, 4, 64, 512])
+def test_device_conversion_segment_sort(chunk, monkeypatch):
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    from bmsparse import _primitives
+
+    monkeypatch.setattr(_primitives, "SORT_CHUNK", chunk)
+    a = power_law(1500, 3)
+    got = BitmapMatrix.from_cupyx(csp.csr_matrix(a))
+    want = BitmapMatrix(a)
+    assert cupy.asnumpy(got.keys).tolist() == want.keys.tolist()
+    assert cupy.asnumpy(got.bitmaps).tolist() == want.bitmaps.tolist()
+    np.testing.assert_array_equal(cupy.asnumpy(got.values), want.values)

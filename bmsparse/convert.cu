@@ -15,6 +15,10 @@
 // When the code does not fit in 64 bits, convert.py sorts with stable
 // argsorts instead and steps 5 and 6 run on its output unchanged.
 //
+// Canonical CSR -> bitmap needs no sort either: bmsparse_convert_csr_place
+// puts every entry at its final place by binary searches in the 8 rows of
+// its block row, then step 6 runs as above (every entry is distinct).
+//
 // Bitmap -> CSR needs no sort: blocks are sorted by key and values are in bit
 // order, so every entry's place follows from popcounts and scans:
 //   bmsparse_convert_row_lengths   : length of every matrix row
@@ -29,6 +33,7 @@
 #define BMSPARSE_ERR_ROW_RANGE 2
 #define BMSPARSE_ERR_COL_NEGATIVE 4
 #define BMSPARSE_ERR_COL_RANGE 8
+#define BMSPARSE_ERR_NOT_CANONICAL 32
 
 __device__ __forceinline__ u64 entry_code(long long row, long long col, long long e,
                                           long long col_bits, long long entry_bits) {
@@ -125,7 +130,8 @@ __global__ void bmsparse_convert_sum_entries(
 }
 
 //   u64       keys[n]; long long bits[n] - per sorted entry
-//   long long entry_heads[n], entry_rank[n], block_heads[n], block_rank[n]
+//   long long entry_heads[n], entry_rank[n] - null when every entry is distinct
+//   long long block_heads[n], block_rank[n]
 //   u64       b_keys[nblocks], b_bitmaps[nblocks] - out
 //   long long b_offsets[nblocks + 1] - out
 extern "C" __global__ void bmsparse_convert_block_heads(
@@ -136,14 +142,79 @@ extern "C" __global__ void bmsparse_convert_block_heads(
 {
     long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (s >= n) return;
-    if (s == n - 1) b_offsets[block_rank[s]] = entry_rank[s];
+    if (s == n - 1) b_offsets[block_rank[s]] = entry_rank ? entry_rank[s] : n;
     if (!block_heads[s]) return;
     const long long q = block_rank[s] - 1;
     u64 bitmap = 1ull << bits[s];
     for (long long k = s + 1; k < n && !block_heads[k]; ++k) bitmap |= 1ull << bits[k];
     b_keys[q] = keys[s];
     b_bitmaps[q] = bitmap;
-    b_offsets[q] = entry_rank[s] - 1;
+    b_offsets[q] = entry_rank ? entry_rank[s] - 1 : s;
+}
+
+// entries of indices[first, last) (sorted) below x
+template <typename I>
+__device__ __forceinline__ long long count_below(const I* indices, long long first,
+                                                 long long last, long long x) {
+    long long lo = first, hi = last;
+    while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if ((long long)indices[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo - first;
+}
+
+// Canonical CSR -> bitmap: each entry's place in bitmap order, found by binary
+// searches in the 8 rows of its block row:
+//   place = (entries of the block row in earlier blocks, all 8 rows)
+//         + (entries of this block in earlier rows) + (earlier in this row)
+//   I         indptr[nrows + 1], indices[nnz] - canonical CSR (checked: a row
+//                                 that is not strictly increasing sets an error bit)
+//   T         values[nnz]        - values, or null for a pattern matrix
+//   int       errors[1]          - in/out: if set on entry (a bad indptr), nothing
+//                                 is read; BMSPARSE_ERR_* bits are added
+//   T         out_values[nnz]    - out, in bitmap order (unless null)
+//   u64       keys[nnz]; long long bits[nnz], heads[nnz] - out, in bitmap order: each
+//                                 entry's block key and bit, and 1 where a block starts
+// Work: O(nnz * 16 log(row length)).
+template <typename T, typename I>
+__global__ void bmsparse_convert_csr_place(
+    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ values,
+    long long nnz, long long nrows, long long ncols, int* __restrict__ errors,
+    T* __restrict__ out_values, u64* __restrict__ keys, long long* __restrict__ bits,
+    long long* __restrict__ heads)
+{
+    long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (e >= nnz) return;
+    if (*(volatile int*)errors) return;  // a bad indptr: searches could leave the arrays
+    // the row of entry e: the last row whose start is <= e
+    long long lo = 0, hi = nrows - 1;
+    while (lo < hi) {
+        const long long mid = (lo + hi + 1) >> 1;
+        if ((long long)indptr[mid] <= e) lo = mid; else hi = mid - 1;
+    }
+    const long long row = lo, col = indices[e];
+    const int err = range_errors(row, col, nrows, ncols);
+    if (err) { atomicOr(errors, err); return; }
+    const long long row_start = indptr[row];
+    if (e > row_start && (long long)indices[e - 1] >= col) {
+        atomicOr(errors, BMSPARSE_ERR_NOT_CANONICAL);
+        return;
+    }
+    const long long row0 = row & ~7ll, row1 = min(row0 + 8, nrows), b = col >> 3;
+    long long place = indptr[row0], before_in_block = 0;
+    for (long long rr = row0; rr < row1; ++rr) {
+        const long long first = indptr[rr], last = indptr[rr + 1];
+        const long long below = count_below(indices, first, last, b << 3);
+        place += below;
+        if (rr < row) before_in_block += count_below(indices, first, last, (b + 1) << 3) - below;
+        else if (rr == row) before_in_block += e - first - below;
+    }
+    place += before_in_block;
+    if (out_values) out_values[place] = values[e];
+    keys[place] = make_key((u64)(row >> 3), (u64)b);
+    bits[place] = bit_of((int)(row & 7), (int)(col & 7));
+    heads[place] = before_in_block == 0;
 }
 
 // Row and column of every entry, in value order (bitmap -> COO).

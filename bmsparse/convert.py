@@ -26,6 +26,7 @@ _kernels.register(_KERNELS, {
     "bmsparse_convert_unpack_codes": (),
     "bmsparse_convert_sum_entries": ("T",),
     "bmsparse_convert_block_heads": (),
+    "bmsparse_convert_csr_place": ("T", "I"),
     "bmsparse_convert_expand_entries": (),
     "bmsparse_convert_row_lengths": (),
     "bmsparse_convert_csr_entries": ("T", "I"),
@@ -120,16 +121,60 @@ def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]
     if indptr.shape != (shape[0] + 1,):
         raise ValueError(f"indptr must have length nrows + 1 = {shape[0] + 1}, "
                          f"got {indptr.shape[0]}")
-    keys, bits, order, entry_heads, block_heads, errors = _sorted_entries(
-        xp, None, indices, indptr, shape)
-    errors = errors | _indptr_errors(xp, indptr, indices.shape[0])
 
     def explain() -> str:
         return _indptr_message(xp, indptr, indices.shape[0]) or _range_message(
             xp, _csr_rows(xp, indptr), indices, shape)
 
+    if xp is not np:
+        placed = _place_canonical_csr(xp, indptr, indices, values, shape, explain)
+        if placed is not None:
+            return placed
+    keys, bits, order, entry_heads, block_heads, errors = _sorted_entries(
+        xp, None, indices, indptr, shape)
+    errors = errors | _indptr_errors(xp, indptr, indices.shape[0])
     return _to_blocks(xp, (keys, bits, order, entry_heads, block_heads, errors), values,
                       explain)
+
+
+#: error bit of a CSR row whose indices are not strictly increasing (convert.cu)
+_NOT_CANONICAL = 32
+
+
+def _place_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
+                         shape: tuple[int, int], explain: Callable[[], str]) -> Blocks | None:
+    """Blocks of a canonical CSR matrix on the GPU, without a sort; None if not canonical.
+
+    Every entry is put at its place in bitmap order by binary searches in the
+    rows of its block row; one sync reads the block count and the errors.
+    """
+    nnz = indices.shape[0]
+    index = xp.promote_types(indptr.dtype, indices.dtype)
+    index = index if index in _kernels.INDEX_DTYPES else np.dtype(np.int64)
+    indptr, indices = indptr.astype(index, copy=False), indices.astype(index, copy=False)
+    errors = _indptr_errors(xp, indptr, nnz)
+    out_values = None if values is None else xp.empty(nnz, dtype=values.dtype)
+    keys = xp.empty(nnz, dtype=xp.uint64)
+    bits, heads = xp.empty(nnz, dtype=xp.int64), xp.empty(nnz, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_place",
+                                 T=np.float64 if values is None else values.dtype, I=index)
+    null = np.uint64(0)
+    _kernels.launch(kernel, nnz, (
+        indptr, indices, null if values is None else values, nnz, shape[0], shape[1], errors,
+        null if values is None else out_values, keys, bits, heads))
+    block_rank = cumsum(xp, heads)
+    tail = xp.zeros(2, dtype=xp.int64)
+    tail[1] = errors[0]
+    if nnz:
+        tail[0] = block_rank[-1]
+    nblocks, error = (int(v) for v in tail.tolist())  # sync: block count and errors
+    if error == _NOT_CANONICAL:
+        return None
+    if error:
+        raise ValueError(explain())
+    b_keys, b_bitmaps, b_offsets = _block_heads(xp, keys, bits, null, null, heads, block_rank,
+                                                nblocks, nnz)
+    return b_keys, b_bitmaps, b_offsets, out_values
 
 
 #: error bit of an indptr that does not start at 0, decreases or does not end at nnz

@@ -32,3 +32,26 @@ __global__ void bmsparse_compact_values(
         if (keep & (1ull << bit)) new_values[dst++] = c_values[src];
     }
 }
+
+// Keep the blocks whose new bitmap is not empty, in order.
+//   u64       c_keys[c_nblocks], new_bitmaps[c_nblocks]
+//   long long new_offsets[c_nblocks + 1] - value offsets with the dropped values gone
+//   long long rank[c_nblocks]            - inclusive scan of (new_bitmaps != 0)
+//   u64       out_keys[kept], out_bitmaps[kept]; long long out_offsets[kept + 1] - out
+// Launch: one thread per block, 1-D grid. Work: O(c_nblocks).
+extern "C" __global__ void bmsparse_compact_blocks(
+    const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
+    const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
+    long long c_nblocks, u64* __restrict__ out_keys, u64* __restrict__ out_bitmaps,
+    long long* __restrict__ out_offsets)
+{
+    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= c_nblocks) return;
+    if (q == c_nblocks - 1) out_offsets[rank[q]] = new_offsets[c_nblocks];
+    const u64 bitmap = new_bitmaps[q];
+    if (!bitmap) return;
+    const long long d = rank[q] - 1;
+    out_keys[d] = c_keys[q];
+    out_bitmaps[d] = bitmap;
+    out_offsets[d] = new_offsets[q];
+}

@@ -13,11 +13,12 @@ import numpy as np
 
 from .. import _kernels
 from .._format import popcount, set_bits
-from .._primitives import exclusive_scan
+from .._primitives import cumsum, exclusive_scan
 from .._sputils import get_array_module
 
 _KERNELS = "spgemm/compact.cu"
-_kernels.register(_KERNELS, {"bmsparse_compact_values": ("T",)})
+_kernels.register(_KERNELS, {"bmsparse_compact_values": ("T",),
+                             "bmsparse_compact_blocks": ()})
 
 
 def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
@@ -52,18 +53,21 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     # sync: both counts in one read; most products drop no value
     zeros, empties = (int(v) for v in xp.concatenate([zero_blocks, empty_blocks]).tolist())
     if not zeros:
-        return (*_drop_empty(xp, c_keys, c_bitmaps, c_offsets, empties), c_values)
-    counts = popcount(c_nonzero)
-    new_offsets = exclusive_scan(xp, counts)
-    new_nnz = int(new_offsets[-1])  # sync: size of the result
+        if not empties:
+            return c_keys, c_bitmaps, c_offsets, c_values
+        rank = cumsum(xp, (c_bitmaps != 0).astype(xp.int64))
+        return (*_keep_blocks(xp, c_keys, c_bitmaps, c_offsets, rank,
+                              c_keys.shape[0] - empties), c_values)
+    new_offsets = exclusive_scan(xp, popcount(c_nonzero))
+    rank = cumsum(xp, (c_nonzero != 0).astype(xp.int64))
+    # sync: sizes of the result, in one read
+    new_nnz, kept = (int(v) for v in xp.stack([new_offsets[-1], rank[-1]]).tolist())
     if xp is np:
         values = _compact_numpy(c_bitmaps, c_nonzero, c_values)
     else:
         values = _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values,
                                new_nnz)
-    keep = xp.flatnonzero(c_nonzero)  # sync: number of blocks left
-    offsets = xp.concatenate([new_offsets[keep], new_offsets[-1:]])
-    return c_keys[keep], c_nonzero[keep], offsets, values
+    return (*_keep_blocks(xp, c_keys, c_nonzero, new_offsets, rank, kept), values)
 
 
 def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any,
@@ -85,8 +89,29 @@ def _drop_empty(xp: Any, c_keys: Any, c_bitmaps: Any, c_offsets: Any,
                 empties: int) -> tuple[Any, Any, Any]:
     if not empties:
         return c_keys, c_bitmaps, c_offsets
-    keep = xp.flatnonzero(c_bitmaps)
-    return c_keys[keep], c_bitmaps[keep], xp.concatenate([c_offsets[keep], c_offsets[-1:]])
+    rank = cumsum(xp, (c_bitmaps != 0).astype(xp.int64))
+    return _keep_blocks(xp, c_keys, c_bitmaps, c_offsets, rank, c_keys.shape[0] - empties)
+
+
+def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank: Any,
+                 kept: int) -> tuple[Any, Any, Any]:
+    """Keys, bitmaps and offsets of the blocks whose new bitmap is not empty.
+
+    ``rank`` is the inclusive scan of ``new_bitmaps != 0`` and ``kept`` its
+    last value, known on the host.
+    """
+    if xp is np:
+        keep = np.flatnonzero(new_bitmaps)
+        return (c_keys[keep], new_bitmaps[keep],
+                np.append(new_offsets[keep], new_offsets[-1]).astype(np.int64))
+    n = c_keys.shape[0]
+    out_keys = xp.empty(kept, dtype=xp.uint64)
+    out_bitmaps = xp.empty(kept, dtype=xp.uint64)
+    out_offsets = xp.zeros(kept + 1, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
+    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, rank, n, out_keys,
+                                out_bitmaps, out_offsets))
+    return out_keys, out_bitmaps, out_offsets
 
 
 def _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values, new_nnz):

@@ -12,7 +12,9 @@
 //   3. sort the codes. A's keys are sorted, so the tasks of a block row i
 //      are already contiguous and only need sorting among themselves:
 //      bmsparse_tasks_spans finds where each block row starts and how long
-//      the rows are, for the segment sort of ../_primitives.cu
+//      the rows are, for the segment sort of ../_primitives.cu. When block
+//      rows have few A blocks, bmsparse_tasks_rank replaces steps 2 to 4: it
+//      merges each block row's sorted runs by binary searches, no sort.
 //   4. bmsparse_tasks_unpack : per sorted position s, its A and B block and
 //                              whether it starts an output block's run
 //   5. bmsparse_tasks_heads  : per run start, c_ptr and c_keys
@@ -135,52 +137,119 @@ extern "C" __global__ void bmsparse_tasks_heads(
 
 //   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
 //   long long chunk             - the segment sort's chunk, in tasks
-//   long long row_first[a_nblocks] - out: first task of the block row of each A block
-//                                 (non-decreasing: the segments of the sort)
-//   u64       stats[2]          - out: the most tasks of one block row, and the tasks
-//                                 of block rows longer than a chunk (atomics, one per
-//                                 thread block after a reduction: one address for all
-//                                 block rows would serialise them)
+//   long long row_a0[a_nblocks], row_a1[a_nblocks] - out: the A blocks [a0, a1) of
+//                                 the block row of each A block
+//   long long row_first[a_nblocks] - out: first task of that block row (non-decreasing:
+//                                 the segments of the sort)
+//   u64       stats[3]          - out: the most tasks of one block row; the tasks of
+//                                 block rows longer than a chunk; the merge work of
+//                                 bmsparse_tasks_rank, sum of tasks * (A blocks - 1)
+//                                 over block rows (atomics, one per thread block
+//                                 after a reduction: one address for all block rows
+//                                 would serialise them)
 extern "C" __global__ void bmsparse_tasks_spans(
     const u64* __restrict__ a_keys, long long a_nblocks, const long long* __restrict__ ends,
-    const long long* __restrict__ counts, long long chunk, long long* __restrict__ row_first,
+    const long long* __restrict__ counts, long long chunk, long long* __restrict__ row_a0,
+    long long* __restrict__ row_a1, long long* __restrict__ row_first,
     unsigned long long* __restrict__ stats)
 {
-    __shared__ unsigned long long warp_max[32], warp_long[32];
+    __shared__ unsigned long long warp_sums[3][32];
     long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    unsigned long long span = 0, long_tasks = 0;
+    unsigned long long v[3] = {0, 0, 0};  // span, long tasks, merge work
     if (a < a_nblocks) {
-        const unsigned int i = block_row(a_keys[a]);
-        const long long a0 = lower_bound(a_keys, a_nblocks, (u64)i << 32);
+        const u64 i = block_row(a_keys[a]);
+        const long long a0 = lower_bound(a_keys, a_nblocks, i << 32);
+        const long long a1 = i == 0xffffffffull ? a_nblocks
+                                                : lower_bound(a_keys, a_nblocks, (i + 1) << 32);
         const long long first = ends[a0] - counts[a0];
+        row_a0[a] = a0;
+        row_a1[a] = a1;
         row_first[a] = first;
-        if (a + 1 == a_nblocks || block_row(a_keys[a + 1]) != i) {  // the row's last block
-            span = (unsigned long long)(ends[a] - first);
-            long_tasks = span > (unsigned long long)chunk ? span : 0;
+        if (a + 1 == a1) {  // the row's last block
+            v[0] = (unsigned long long)(ends[a] - first);
+            v[1] = v[0] > (unsigned long long)chunk ? v[0] : 0;
+            v[2] = v[0] * (unsigned long long)(a1 - a0 - 1);
         }
     }
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) {
-        span = max(span, __shfl_down_sync(0xffffffffu, span, d));
-        long_tasks += __shfl_down_sync(0xffffffffu, long_tasks, d);
+        v[0] = max(v[0], __shfl_down_sync(0xffffffffu, v[0], d));
+        v[1] += __shfl_down_sync(0xffffffffu, v[1], d);
+        v[2] += __shfl_down_sync(0xffffffffu, v[2], d);
     }
     if ((threadIdx.x & 31) == 0) {
-        warp_max[threadIdx.x >> 5] = span;
-        warp_long[threadIdx.x >> 5] = long_tasks;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) warp_sums[k][threadIdx.x >> 5] = v[k];
     }
     __syncthreads();
     if (threadIdx.x < 32) {
         const bool valid = threadIdx.x < (blockDim.x + 31) / 32;
-        span = valid ? warp_max[threadIdx.x] : 0;
-        long_tasks = valid ? warp_long[threadIdx.x] : 0;
+#pragma unroll
+        for (int k = 0; k < 3; ++k) v[k] = valid ? warp_sums[k][threadIdx.x] : 0;
 #pragma unroll
         for (int d = 16; d > 0; d >>= 1) {
-            span = max(span, __shfl_down_sync(0xffffffffu, span, d));
-            long_tasks += __shfl_down_sync(0xffffffffu, long_tasks, d);
+            v[0] = max(v[0], __shfl_down_sync(0xffffffffu, v[0], d));
+            v[1] += __shfl_down_sync(0xffffffffu, v[1], d);
+            v[2] += __shfl_down_sync(0xffffffffu, v[2], d);
         }
         if (threadIdx.x == 0) {
-            if (span) atomicMax(stats, span);
-            if (long_tasks) atomicAdd(stats + 1, long_tasks);
+            if (v[0]) atomicMax(stats, v[0]);
+            if (v[1]) atomicAdd(stats + 1, v[1]);
+            if (v[2]) atomicAdd(stats + 2, v[2]);
         }
     }
+}
+
+// Place every task at its sorted position without sorting: the tasks of a
+// block row are runs, one per A block (i, j), each sorted by k (B's block row
+// j is); a task's rank in the merged row is its index in its run plus, for
+// every other run, how many of its keys come first (ties go to the run of the
+// smaller j, that is, the earlier task).
+//   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
+//   u64       a_keys[a_nblocks], b_keys[b_nblocks]
+//   long long row_a0[a_nblocks], row_a1[a_nblocks], row_first[a_nblocks] - from spans
+//   long long task_a[ntasks], task_b[ntasks] - out: in sorted order
+//   u64       keys[ntasks]      - out: output key of each sorted task
+// Work: O(sum over block rows of tasks * A blocks * log(B blocks per row)).
+extern "C" __global__ void bmsparse_tasks_rank(
+    const long long* __restrict__ ends, const long long* __restrict__ lo,
+    const long long* __restrict__ counts, const u64* __restrict__ a_keys, long long a_nblocks,
+    const u64* __restrict__ b_keys, long long ntasks, const long long* __restrict__ row_a0,
+    const long long* __restrict__ row_a1, const long long* __restrict__ row_first,
+    long long* __restrict__ task_a, long long* __restrict__ task_b, u64* __restrict__ keys)
+{
+    long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (t >= ntasks) return;
+    const long long a = owner_of(ends, a_nblocks, t);
+    const long long idx = t - (ends[a] - counts[a]);
+    const long long b = lo[a] + idx;
+    const u64 k = block_col(b_keys[b]);
+    long long rank = idx;
+    for (long long q = row_a0[a]; q < row_a1[a]; ++q) {
+        const long long n = counts[q];
+        if (q == a || n == 0) continue;
+        const u64 target = ((u64)block_col(a_keys[q]) << 32) | k;
+        const u64* run = b_keys + lo[q];
+        // keys of run q before ours: < target, or <= target for an earlier run
+        long long l = 0, h = n;
+        while (l < h) {
+            const long long mid = (l + h) >> 1;
+            if (run[mid] < target || (q < a && run[mid] == target)) l = mid + 1; else h = mid;
+        }
+        rank += l;
+    }
+    const long long s = row_first[a] + rank;
+    task_a[s] = a;
+    task_b[s] = b;
+    keys[s] = make_key(block_row(a_keys[a]), k);
+}
+
+//   u64       keys[ntasks]      - output keys of the sorted tasks
+//   long long heads[ntasks]     - out: 1 where an output block's run starts, else 0
+extern "C" __global__ void bmsparse_tasks_key_heads(
+    const u64* __restrict__ keys, long long ntasks, long long* __restrict__ heads)
+{
+    long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (s >= ntasks) return;
+    heads[s] = (s == 0 || keys[s - 1] != keys[s]) ? 1 : 0;
 }

@@ -40,7 +40,14 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_unpack": (),
     "bmsparse_tasks_heads": (),
     "bmsparse_tasks_spans": (),
+    "bmsparse_tasks_rank": (),
+    "bmsparse_tasks_key_heads": (),
 })
+
+#: the GPU merges block rows by binary searches (no sort) while the merge
+#: work, tasks * (A blocks - 1) summed over block rows, stays below this many
+#: searches per task; power-law rows with hundreds of A blocks sort instead
+RANK_WORK_PER_TASK = 32
 
 #: width of the packed sort code; tests lower it to reach the argsort path
 PACKED_SORT_BITS = 64
@@ -88,12 +95,17 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int) -> TaskList:
     xp = get_array_module(a_keys, b_keys)
     lo, counts = ranges(a_keys, b_keys)
     ends = cumsum(xp, counts)
-    ntasks, row_first, max_span, long_tasks = _sizes(xp, a_keys, ends, counts)
+    rows = _rows(xp, a_keys, ends, counts)  # sync: size of the task list
+    ntasks = rows.ntasks
+    if xp is not np and rows.rank_work <= RANK_WORK_PER_TASK * ntasks:
+        task_a, task_b, keys = rank(ends, lo, counts, a_keys, b_keys, rows)
+        heads = _key_heads(keys)
+        return _grouped(xp, task_a, task_b, keys, heads, KEY_SHIFT, 0)
     col_bits = max((col_bound - 1).bit_length(), 1)
     task_bits = max((ntasks - 1).bit_length(), 1)
     if max((row_bound - 1).bit_length(), 1) + col_bits + task_bits <= PACKED_SORT_BITS:
         codes = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
-        sorted_codes = sort_segments(codes, row_first, max_span, long_tasks)
+        sorted_codes = sort_segments(codes, rows.row_first, rows.max_span, rows.long_tasks)
         order = None
     else:
         col_bits, task_bits = KEY_SHIFT, 0
@@ -101,30 +113,71 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int) -> TaskList:
         order = stable_argsort(xp, full)
         sorted_codes = full[order]
     task_a, task_b, heads = unpack(sorted_codes, order, task_bits, ends, lo, counts)
-    rank = cumsum(xp, heads)
-    c_nblocks = int(rank[-1]) if ntasks else 0  # sync: number of output blocks
-    c_ptr, c_keys = run_heads(sorted_codes, heads, rank, c_nblocks, col_bits, task_bits)
+    return _grouped(xp, task_a, task_b, sorted_codes, heads, col_bits, task_bits)
+
+
+def _grouped(xp: Any, task_a: Any, task_b: Any, sorted_codes: Any, heads: Any,
+             col_bits: int, task_bits: int) -> TaskList:
+    """The task list, from sorted tasks and the starts of their output blocks."""
+    run_rank = cumsum(xp, heads)
+    c_nblocks = int(run_rank[-1]) if heads.shape[0] else 0  # sync: number of output blocks
+    c_ptr, c_keys = run_heads(sorted_codes, heads, run_rank, c_nblocks, col_bits, task_bits)
     return TaskList(task_a, task_b, c_keys, c_ptr)
 
 
-def _sizes(xp: Any, a_keys: Any, ends: Any, counts: Any) -> tuple[int, Any, int, int]:
-    """Number of tasks; then, for the GPU's segment sort, the first task of
-    each A block's block row, the most tasks of one block row and the tasks
-    of block rows longer than a sort chunk (None, 0, 0 on the host).
-    """
+class RowStats(NamedTuple):
+    """Block rows of A in the task list (the GPU's choice of sort)."""
+
+    ntasks: int
+    row_a0: Any = None      # int64 [a_nblocks]: first A block of each A block's row
+    row_a1: Any = None      # int64 [a_nblocks]: one past its last
+    row_first: Any = None   # int64 [a_nblocks]: first task of that row
+    max_span: int = 0       # most tasks of one block row
+    long_tasks: int = 0     # tasks of block rows longer than a sort chunk
+    rank_work: int = 0      # sum over block rows of tasks * (A blocks - 1)
+
+
+def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any) -> RowStats:
+    """Number of tasks and, on the GPU, the block-row figures that pick the sort."""
     if ends.shape[0] == 0:
-        return 0, None, 0, 0
+        return RowStats(0)
     if xp is np:
-        return int(ends[-1]), None, 0, 0
+        return RowStats(int(ends[-1]))
     n = a_keys.shape[0]
-    row_first = xp.empty(n, dtype=xp.int64)
-    stats = xp.zeros(3, dtype=xp.uint64)
+    row_a0, row_a1, row_first = (xp.empty(n, dtype=xp.int64) for _ in range(3))
+    stats = xp.zeros(4, dtype=xp.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
-    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _primitives.SORT_CHUNK, row_first,
-                                stats[1:]))
+    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _primitives.SORT_CHUNK, row_a0,
+                                row_a1, row_first, stats[1:]))
     stats[0] = ends[-1]
-    ntasks, max_span, long_tasks = (int(v) for v in stats.tolist())  # sync: sizes, one read
-    return ntasks, row_first, max_span, long_tasks
+    ntasks, max_span, long_tasks, work = (int(v) for v in stats.tolist())  # sync: one read
+    return RowStats(ntasks, row_a0, row_a1, row_first, max_span, long_tasks, work)
+
+
+def rank(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any,
+         rows: RowStats) -> tuple[Any, Any, Any]:
+    """Sorted task_a, task_b (int64) and output keys (uint64), by merging (GPU only)."""
+    import cupy
+
+    n = rows.ntasks
+    task_a = cupy.empty(n, dtype=cupy.int64)
+    task_b = cupy.empty(n, dtype=cupy.int64)
+    keys = cupy.empty(n, dtype=cupy.uint64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_rank")
+    _kernels.launch(kernel, n, (ends, lo, counts, a_keys, a_keys.shape[0], b_keys, n,
+                                rows.row_a0, rows.row_a1, rows.row_first, task_a, task_b,
+                                keys))
+    return task_a, task_b, keys
+
+
+def _key_heads(keys: Any) -> Any:
+    import cupy
+
+    n = keys.shape[0]
+    heads = cupy.empty(n, dtype=cupy.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_key_heads")
+    _kernels.launch(kernel, n, (keys, n, heads))
+    return heads
 
 
 def ranges(a_keys: Any, b_keys: Any) -> tuple[Any, Any]:

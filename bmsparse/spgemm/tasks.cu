@@ -141,21 +141,21 @@ extern "C" __global__ void bmsparse_tasks_heads(
 //                                 the block row of each A block
 //   long long row_first[a_nblocks] - out: first task of that block row (non-decreasing:
 //                                 the segments of the sort)
+//   long long max_runs          - block rows of more A blocks are "heavy": sorted, not merged
 //   u64       stats[3]          - out: the most tasks of one block row; the tasks of
-//                                 block rows longer than a chunk; the merge work of
-//                                 bmsparse_tasks_rank, sum of tasks * (A blocks - 1)
-//                                 over block rows (atomics, one per thread block
-//                                 after a reduction: one address for all block rows
-//                                 would serialise them)
+//                                 block rows longer than a chunk; the tasks of heavy
+//                                 block rows (atomics, one per thread block after a
+//                                 reduction: one address for all rows would serialise them)
 extern "C" __global__ void bmsparse_tasks_spans(
     const u64* __restrict__ a_keys, long long a_nblocks, const long long* __restrict__ ends,
-    const long long* __restrict__ counts, long long chunk, long long* __restrict__ row_a0,
+    const long long* __restrict__ counts, long long chunk, long long max_runs,
+    long long* __restrict__ row_a0,
     long long* __restrict__ row_a1, long long* __restrict__ row_first,
     unsigned long long* __restrict__ stats)
 {
     __shared__ unsigned long long warp_sums[3][32];
     long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    unsigned long long v[3] = {0, 0, 0};  // span, long tasks, merge work
+    unsigned long long v[3] = {0, 0, 0};  // span, long tasks, heavy tasks
     if (a < a_nblocks) {
         const u64 i = block_row(a_keys[a]);
         const long long a0 = lower_bound(a_keys, a_nblocks, i << 32);
@@ -168,7 +168,7 @@ extern "C" __global__ void bmsparse_tasks_spans(
         if (a + 1 == a1) {  // the row's last block
             v[0] = (unsigned long long)(ends[a] - first);
             v[1] = v[0] > (unsigned long long)chunk ? v[0] : 0;
-            v[2] = v[0] * (unsigned long long)(a1 - a0 - 1);
+            v[2] = a1 - a0 > max_runs ? v[0] : 0;
         }
     }
 #pragma unroll
@@ -204,19 +204,26 @@ extern "C" __global__ void bmsparse_tasks_spans(
 // block row are runs, one per A block (i, j), each sorted by k (B's block row
 // j is); a task's rank in the merged row is its index in its run plus, for
 // every other run, how many of its keys come first (ties go to the run of the
-// smaller j, that is, the earlier task).
+// smaller j, that is, the earlier task). A thread loops over the runs of its
+// row, so rows of more than max_runs A blocks are left to a sort: their tasks
+// write their packed sort code (as bmsparse_tasks_expand) and a heavy flag.
 //   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
 //   u64       a_keys[a_nblocks], b_keys[b_nblocks]
 //   long long row_a0[a_nblocks], row_a1[a_nblocks], row_first[a_nblocks] - from spans
-//   long long task_a[ntasks], task_b[ntasks] - out: in sorted order
-//   u64       keys[ntasks]      - out: output key of each sorted task
-// Work: O(sum over block rows of tasks * A blocks * log(B blocks per row)).
+//   long long max_runs, col_bits, task_bits
+//   long long task_a[ntasks], task_b[ntasks] - out: in sorted order (light rows)
+//   u64       keys[ntasks]      - out: output key of each sorted task (light rows)
+//   u64       codes[ntasks]     - out: sort code of each task of a heavy row
+//   char      heavy[ntasks]     - out: 1 for the tasks of heavy rows, else 0
+// Work: O(sum over light block rows of tasks * A blocks * log(B blocks per row)).
 extern "C" __global__ void bmsparse_tasks_rank(
     const long long* __restrict__ ends, const long long* __restrict__ lo,
     const long long* __restrict__ counts, const u64* __restrict__ a_keys, long long a_nblocks,
     const u64* __restrict__ b_keys, long long ntasks, const long long* __restrict__ row_a0,
     const long long* __restrict__ row_a1, const long long* __restrict__ row_first,
-    long long* __restrict__ task_a, long long* __restrict__ task_b, u64* __restrict__ keys)
+    long long max_runs, long long col_bits, long long task_bits,
+    long long* __restrict__ task_a, long long* __restrict__ task_b, u64* __restrict__ keys,
+    u64* __restrict__ codes, char* __restrict__ heavy)
 {
     long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (t >= ntasks) return;
@@ -224,6 +231,12 @@ extern "C" __global__ void bmsparse_tasks_rank(
     const long long idx = t - (ends[a] - counts[a]);
     const long long b = lo[a] + idx;
     const u64 k = block_col(b_keys[b]);
+    const bool is_heavy = row_a1[a] - row_a0[a] > max_runs;
+    heavy[t] = is_heavy;
+    if (is_heavy) {
+        codes[t] = ((u64)block_row(a_keys[a]) << (col_bits + task_bits)) | (k << task_bits) | (u64)t;
+        return;
+    }
     long long rank = idx;
     for (long long q = row_a0[a]; q < row_a1[a]; ++q) {
         const long long n = counts[q];
@@ -242,6 +255,30 @@ extern "C" __global__ void bmsparse_tasks_rank(
     task_a[s] = a;
     task_b[s] = b;
     keys[s] = make_key(block_row(a_keys[a]), k);
+}
+
+// The tasks of heavy rows, once their codes are sorted, to their places.
+//   u64       sorted[nheavy]    - sorted codes of the heavy tasks
+//   long long places[nheavy]    - the heavy tasks' positions, ascending (each heavy row
+//                                 holds a contiguous range, in row order)
+//   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
+//   long long col_bits, task_bits
+//   long long task_a[ntasks], task_b[ntasks]; u64 keys[ntasks] - out, at places
+extern "C" __global__ void bmsparse_tasks_place_heavy(
+    const u64* __restrict__ sorted, const long long* __restrict__ places, long long nheavy,
+    const long long* __restrict__ ends, long long a_nblocks, const long long* __restrict__ lo,
+    const long long* __restrict__ counts, long long col_bits, long long task_bits,
+    long long* __restrict__ task_a, long long* __restrict__ task_b, u64* __restrict__ keys)
+{
+    long long h = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (h >= nheavy) return;
+    const u64 code = sorted[h];
+    const long long t = (long long)(code & ((1ull << task_bits) - 1ull));
+    const long long a = owner_of(ends, a_nblocks, t), s = places[h];
+    const u64 key = code >> task_bits;
+    task_a[s] = a;
+    task_b[s] = lo[a] + t - (ends[a] - counts[a]);
+    keys[s] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
 }
 
 //   u64       keys[ntasks]      - output keys of the sorted tasks

@@ -41,13 +41,14 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_heads": (),
     "bmsparse_tasks_spans": (),
     "bmsparse_tasks_rank": (),
+    "bmsparse_tasks_place_heavy": (),
     "bmsparse_tasks_key_heads": (),
 })
 
-#: the GPU merges block rows by binary searches (no sort) while the merge
-#: work, tasks * (A blocks - 1) summed over block rows, stays below this many
-#: searches per task; power-law rows with hundreds of A blocks sort instead
-RANK_WORK_PER_TASK = 32
+#: on the GPU, block rows of at most this many A blocks are merged by binary
+#: searches (no sort: one thread loops over the rows' runs); the tasks of
+#: heavier rows are sorted. 0 sorts every row.
+RANK_MAX_RUNS = 32
 
 #: width of the packed sort code; tests lower it to reach the argsort path
 PACKED_SORT_BITS = 64
@@ -97,13 +98,14 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int) -> TaskList:
     ends = cumsum(xp, counts)
     rows = _rows(xp, a_keys, ends, counts)  # sync: size of the task list
     ntasks = rows.ntasks
-    if xp is not np and rows.rank_work <= RANK_WORK_PER_TASK * ntasks:
-        task_a, task_b, keys = rank(ends, lo, counts, a_keys, b_keys, rows)
-        heads = _key_heads(keys)
-        return _grouped(xp, task_a, task_b, keys, heads, KEY_SHIFT, 0)
     col_bits = max((col_bound - 1).bit_length(), 1)
     task_bits = max((ntasks - 1).bit_length(), 1)
-    if max((row_bound - 1).bit_length(), 1) + col_bits + task_bits <= PACKED_SORT_BITS:
+    packs = max((row_bound - 1).bit_length(), 1) + col_bits + task_bits <= PACKED_SORT_BITS
+    if xp is not np and 2 * rows.heavy_tasks <= ntasks and (packs or not rows.heavy_tasks):
+        task_a, task_b, keys = merge(ends, lo, counts, a_keys, b_keys, rows, col_bits,
+                                     task_bits)
+        return _grouped(xp, task_a, task_b, keys, _key_heads(keys), KEY_SHIFT, 0)
+    if packs:
         codes = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
         sorted_codes = sort_segments(codes, rows.row_first, rows.max_span, rows.long_tasks)
         order = None
@@ -134,7 +136,7 @@ class RowStats(NamedTuple):
     row_first: Any = None   # int64 [a_nblocks]: first task of that row
     max_span: int = 0       # most tasks of one block row
     long_tasks: int = 0     # tasks of block rows longer than a sort chunk
-    rank_work: int = 0      # sum over block rows of tasks * (A blocks - 1)
+    heavy_tasks: int = 0    # tasks of block rows of more than RANK_MAX_RUNS A blocks
 
 
 def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any) -> RowStats:
@@ -147,26 +149,38 @@ def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any) -> RowStats:
     row_a0, row_a1, row_first = (xp.empty(n, dtype=xp.int64) for _ in range(3))
     stats = xp.zeros(4, dtype=xp.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
-    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _primitives.SORT_CHUNK, row_a0,
-                                row_a1, row_first, stats[1:]))
+    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _primitives.SORT_CHUNK, RANK_MAX_RUNS,
+                                row_a0, row_a1, row_first, stats[1:]))
     stats[0] = ends[-1]
-    ntasks, max_span, long_tasks, work = (int(v) for v in stats.tolist())  # sync: one read
-    return RowStats(ntasks, row_a0, row_a1, row_first, max_span, long_tasks, work)
+    ntasks, max_span, long_tasks, heavy = (int(v) for v in stats.tolist())  # sync: one read
+    return RowStats(ntasks, row_a0, row_a1, row_first, max_span, long_tasks, heavy)
 
 
-def rank(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any,
-         rows: RowStats) -> tuple[Any, Any, Any]:
-    """Sorted task_a, task_b (int64) and output keys (uint64), by merging (GPU only)."""
+def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowStats,
+          col_bits: int, task_bits: int) -> tuple[Any, Any, Any]:
+    """Sorted task_a, task_b (int64) and output keys (uint64), merging light block
+    rows by binary searches and sorting the heavy ones (GPU only)."""
     import cupy
 
-    n = rows.ntasks
+    n, na = rows.ntasks, a_keys.shape[0]
     task_a = cupy.empty(n, dtype=cupy.int64)
     task_b = cupy.empty(n, dtype=cupy.int64)
     keys = cupy.empty(n, dtype=cupy.uint64)
+    codes = cupy.empty(n, dtype=cupy.uint64)
+    heavy = cupy.empty(n, dtype=cupy.int8)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_rank")
-    _kernels.launch(kernel, n, (ends, lo, counts, a_keys, a_keys.shape[0], b_keys, n,
-                                rows.row_a0, rows.row_a1, rows.row_first, task_a, task_b,
-                                keys))
+    _kernels.launch(kernel, n, (ends, lo, counts, a_keys, na, b_keys, n, rows.row_a0,
+                                rows.row_a1, rows.row_first, RANK_MAX_RUNS, col_bits,
+                                task_bits, task_a, task_b, keys, codes, heavy))
+    if rows.heavy_tasks:
+        # heavy rows hold contiguous ranges of tasks, in row order, so their
+        # codes sorted together fill their places in order
+        places = cupy.flatnonzero(heavy)
+        sorted_codes = cupy.sort(codes[places])
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_place_heavy")
+        nheavy = places.shape[0]
+        _kernels.launch(kernel, nheavy, (sorted_codes, places, nheavy, ends, na, lo, counts,
+                                         col_bits, task_bits, task_a, task_b, keys))
     return task_a, task_b, keys
 
 

@@ -212,12 +212,12 @@ def test_device_conversion_segment_sort(chunk, monkeypatch):
     np.testing.assert_array_equal(cupy.asnumpy(got.values), want.values)
 
 
-@pytest.mark.parametrize("work", [0, 10**12])
+@pytest.mark.parametrize("runs", [0, 2, 8, 10**9])
 @pytest.mark.parametrize("name,a", [("power-law", power_law(1200, 9)),
                                     ("banded", banded(400, 9, 3)),
                                     ("block-diagonal", block_diagonal(40, 8, 1))])
-def test_task_merge_and_sort_paths(work, name, a, xp, monkeypatch):
+def test_task_merge_and_sort_paths(runs, name, a, xp, monkeypatch):
     from bmsparse.spgemm import tasks
 
-    monkeypatch.setattr(tasks, "RANK_WORK_PER_TASK", work)
+    monkeypatch.setattr(tasks, "RANK_MAX_RUNS", runs)
     assert_same_csr(run(a, a, xp), scipy_product(a, a))

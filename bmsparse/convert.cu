@@ -238,10 +238,21 @@ extern "C" __global__ void bmsparse_convert_expand_entries(
     }
 }
 
-// Bitmap -> CSR: one warp per matrix row. Row r of block row i has its
+// Bitmap -> CSR: one warp per block row. Row r of block row i has its
 // entries in row r of every block of that block row, in block order; the
-// lanes take 32 blocks at a time and a warp scan of their popcounts places
-// each lane's entries, so a warp writes one stretch of the CSR row.
+// lanes take 32 blocks at a time, each loads its block's bitmap once, and a
+// warp scan of the lanes' row-r popcounts places each lane's entries, for
+// each of the 8 rows in turn.
+
+// inclusive scan of x across the warp
+__device__ __forceinline__ int warp_inclusive_scan(int x, int lane) {
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, d);
+        if (lane >= d) x += y;
+    }
+    return x;
+}
 
 //   u64       bitmaps[nblocks]
 //   long long brow_ptr[nbrows + 1] - blocks of block row i: [brow_ptr[i], brow_ptr[i+1])
@@ -251,16 +262,26 @@ extern "C" __global__ void bmsparse_convert_row_lengths(
     const u64* __restrict__ bitmaps, const long long* __restrict__ brow_ptr,
     long long nrows, long long* __restrict__ lengths)
 {
-    const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
-    if (row >= nrows) return;  // whole warps leave together
-    const int lane = threadIdx.x & 31, r = (int)(row & 7);
-    const long long i = row >> 3;
-    long long n = 0;
-    for (long long q = brow_ptr[i] + lane; q < brow_ptr[i + 1]; q += 32)
-        n += __popc(row_bits(bitmaps[q], r));
+    const long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    if (i >= (nrows + 7) >> 3) return;  // whole warps leave together
+    const int lane = threadIdx.x & 31;
+    long long n[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (long long q = brow_ptr[i] + lane; q < brow_ptr[i + 1]; q += 32) {
+        const u64 bitmap = bitmaps[q];
 #pragma unroll
-    for (int d = 16; d > 0; d >>= 1) n += __shfl_down_sync(0xffffffffu, n, d);
-    if (lane == 0) lengths[row] = n;
+        for (int r = 0; r < 8; ++r) n[r] += __popc(row_bits(bitmap, r));
+    }
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) n[r] += __shfl_down_sync(0xffffffffu, n[r], d);
+    }
+    if (lane < 8 && (i << 3) + lane < nrows) {
+        long long mine = 0;
+#pragma unroll
+        for (int r = 0; r < 8; ++r) mine = r == lane ? n[r] : mine;
+        lengths[(i << 3) + lane] = mine;
+    }
 }
 
 //   u64       keys[nblocks], bitmaps[nblocks]
@@ -277,31 +298,30 @@ __global__ void bmsparse_convert_csr_entries(
     const long long* __restrict__ brow_ptr, long long nrows,
     const long long* __restrict__ indptr, I* __restrict__ indices, T* __restrict__ data)
 {
-    const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
-    if (row >= nrows) return;  // whole warps leave together
-    const int lane = threadIdx.x & 31, r = (int)(row & 7);
-    const long long i = row >> 3, first = brow_ptr[i], last = brow_ptr[i + 1];
-    long long base = indptr[row];
+    const long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    if (i >= (nrows + 7) >> 3) return;  // whole warps leave together
+    const int lane = threadIdx.x & 31;
+    const long long first = brow_ptr[i], last = brow_ptr[i + 1];
+    const int rows = (int)min(8ll, nrows - (i << 3));
+    long long base[8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) base[r] = r < rows ? indptr[(i << 3) + r] : 0;
     for (long long q0 = first; q0 < last; q0 += 32) {
         const long long q = q0 + lane;
-        unsigned int bits = 0;
-        u64 bitmap = 0;
+        u64 bitmap = 0, key = 0;
+        long long src = 0;
         if (q < last) {
             bitmap = bitmaps[q];
-            bits = row_bits(bitmap, r);
+            key = keys[q];
+            src = offsets[q];
         }
-        const int n = __popc(bits);
-        int before = n;  // inclusive warp scan of the lanes' counts
+        const long long col0 = (long long)block_col(key) << 3;
 #pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const int y = __shfl_up_sync(0xffffffffu, before, d);
-            if (lane >= d) before += y;
-        }
-        const int total = __shfl_sync(0xffffffffu, before, 31);
-        if (bits) {
-            long long dst = base + before - n;
-            long long src = offsets[q] + value_index(bitmap, bit_of(r, 0));
-            const long long col0 = (long long)block_col(keys[q]) << 3;
+        for (int r = 0; r < 8; ++r) {
+            unsigned int bits = row_bits(bitmap, r);
+            const int n = __popc(bits);
+            const int inclusive = warp_inclusive_scan(n, lane);
+            long long dst = base[r] + inclusive - n;
             while (bits) {
                 const int c = __ffs(bits) - 1;
                 bits &= bits - 1u;
@@ -310,7 +330,7 @@ __global__ void bmsparse_convert_csr_entries(
                 ++dst;
                 ++src;
             }
+            base[r] += __shfl_sync(0xffffffffu, inclusive, 31);
         }
-        base += total;
     }
 }

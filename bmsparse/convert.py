@@ -460,7 +460,8 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype)
                                  cupy.asarray([nblocks])]).astype(cupy.int64)
     lengths = cupy.empty(nrows, dtype=cupy.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_row_lengths")
-    _kernels.launch(kernel, 32 * nrows, (bitmaps, brow_ptr, nrows, lengths))
+    nbrows = nblocks_along(nrows)
+    _kernels.launch(kernel, 32 * nbrows, (bitmaps, brow_ptr, nrows, lengths))
     indptr = exclusive_scan(cupy, lengths)
     indices = cupy.empty(nnz, dtype=index_dtype)
     if values is None:
@@ -471,6 +472,6 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype)
         value_dtype, values_arg, data_arg = values.dtype, values, data
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_entries",
                                  T=value_dtype, I=index_dtype)
-    _kernels.launch(kernel, 32 * nrows, (keys, bitmaps, offsets, values_arg, brow_ptr, nrows,
-                                         indptr, indices, data_arg))
+    _kernels.launch(kernel, 32 * nbrows, (keys, bitmaps, offsets, values_arg, brow_ptr, nrows,
+                                          indptr, indices, data_arg))
     return indptr.astype(index_dtype, copy=False), indices, data

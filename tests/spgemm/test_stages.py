@@ -237,6 +237,7 @@ def spy_argsort(monkeypatch) -> list[int]:
 @pytest.mark.parametrize("name", WITH_TASKS)
 @pytest.mark.parametrize("bits", [0, 2])
 def test_packed_sort_and_argsort_give_the_same_tasks(name, bits, xp, monkeypatch):
+    monkeypatch.setattr(tasks_mod, "RANK_MAX_RUNS", 0)  # the GPU's merge path needs no sort
     a, b = operands(name)
     args = task_args(xp, a, b)
     calls = spy_argsort(monkeypatch)
@@ -495,9 +496,11 @@ def test_compact_nothing_dropped_returns_the_inputs(xp):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("runs", [0, 32])
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dtype", ["int64", "float32", "float64", "complex128"])
-def test_cuda_intermediates_equal_numpy(name, dtype):
+def test_cuda_intermediates_equal_numpy(name, dtype, runs, monkeypatch):
+    monkeypatch.setattr(tasks_mod, "RANK_MAX_RUNS", runs)  # sorted or merged task lists
     import cupy
 
     a, b = operands(name, dtype)

@@ -272,9 +272,9 @@ extern "C" __global__ void bmsparse_convert_row_lengths(
         for (int r = 0; r < 8; ++r) n[r] += __popc(row_bits(bitmap, r));
     }
 #pragma unroll
-    for (int r = 0; r < 8; ++r) {
+    for (int r = 0; r < 8; ++r) {  // butterfly: every lane ends with the totals
 #pragma unroll
-        for (int d = 16; d > 0; d >>= 1) n[r] += __shfl_down_sync(0xffffffffu, n[r], d);
+        for (int d = 16; d > 0; d >>= 1) n[r] += __shfl_xor_sync(0xffffffffu, n[r], d);
     }
     if (lane < 8 && (i << 3) + lane < nrows) {
         long long mine = 0;

@@ -17,6 +17,7 @@ from .._sputils import get_array_module
 
 _KERNELS = "spgemm/multiply.cu"
 _kernels.register(_KERNELS, {"bmsparse_multiply_values": ("T",)})
+_THREADS = 128  # BMSPARSE_MULTIPLY_THREADS
 
 
 def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
@@ -64,7 +65,7 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
     _kernels.launch(kernel, 8 * c_nblocks, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
         task_a, task_b, c_ptr, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero,
-        zero_blocks))
+        zero_blocks), block=_THREADS)
     return c_values, c_nonzero, zero_blocks
 
 

@@ -275,3 +275,12 @@ def test_format_table_aligns():
                      "---------  -----",
                      "a            1.5",
                      "long name  10.25"]
+
+
+def test_sliced_smoke_cpu():
+    # a cap far below the task list of the whole product: several slices
+    proc = run_script("sliced.py", "--scale", "0.002", "--fraction", "0.01", "--repeat", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "bit for bit equal to the unsliced one: True" in proc.stdout
+    slices = int(proc.stdout.split(" slices")[0].rsplit(" ", 1)[-1])
+    assert slices > 1

@@ -17,14 +17,15 @@ import numpy as np
 from .._format import nblocks_along
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module, matmul_mismatch, upcast
-from . import compact, count, multiply, tasks
+from . import compact, count, multiply, slices, tasks
 
 #: names of the timed stages, in order
 STAGES = ("tasks", "count", "multiply", "compact")
 
 
 def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
-           timings: dict[str, float] | None = None) -> BitmapMatrix:
+           timings: dict[str, float] | None = None, max_memory: int | None = None,
+           output: str = "device") -> BitmapMatrix:
     """Sparse matrix product ``a @ b`` of two bitmap matrices.
 
     Parameters
@@ -36,7 +37,16 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
         and so does the default).
     timings : dict, optional
         Filled with the milliseconds spent in each stage (``STAGES``),
-        measured with CUDA events on the GPU and a host clock on the CPU.
+        measured with CUDA events on the GPU and a host clock on the CPU,
+        summed over slices, and with ``"slices"``, the number of slices.
+    max_memory : int, optional
+        Bytes the product may use. The product then runs in slices of A's
+        block rows whose task lists fit (see ``slices``). Without it, a
+        product that runs out of device memory is retried that way within
+        the free memory.
+    output : {"device", "host"}
+        Where C is assembled. "host" copies each slice of C to the host as
+        soon as it is computed, for outputs larger than the device.
 
     Returns
     -------
@@ -47,24 +57,60 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
     Raises
     ------
     ValueError
-        The inner dimensions differ.
+        The inner dimensions differ, or ``output`` is unknown.
     TypeError
         One operand on the host and one on the GPU, or an unsupported dtype.
+    MemoryError
+        One block row of A alone does not fit (the message says how much it
+        needed and how much was available).
 
     Notes
     -----
     Deterministic: every output entry is summed in a fixed order (its pairs
     by ascending inner block index, then ascending inner index), so repeated
-    runs give identical bits. On the GPU the call syncs 4 to 6 times to size
-    intermediate arrays.
+    runs give identical bits, sliced or not. On the GPU the call syncs 4 to 6
+    times to size intermediate arrays.
     """
     a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     b = b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)
     if a.shape[1] != b.shape[0]:
         raise matmul_mismatch(a.shape, b.shape)
+    if output not in ("device", "host"):
+        raise ValueError(f"output must be 'device' or 'host', got {output!r}")
     xp = get_array_module(a.keys, b.keys)
     dtype = upcast(a.dtype, b.dtype)
     a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+
+    def product(a_part: BitmapMatrix, b_part: BitmapMatrix) -> BitmapMatrix:
+        stage_ms: dict[str, float] | None = {} if timings is not None else None
+        c = _product(a_part, b_part, keep_zeros, stage_ms)
+        if timings is not None:
+            for stage, ms in stage_ms.items():
+                timings[stage] = timings.get(stage, 0.0) + ms
+        return c
+
+    if timings is not None:
+        timings.clear()
+    if max_memory is None and (output == "device" or xp is np):
+        try:
+            c, nslices = product(a, b), 1
+        except MemoryError:
+            slices._free_pool(a)
+            c, nslices = slices.sliced_product(a, b, product, slices.device_budget(xp, None),
+                                               output)
+    else:
+        budget = slices.device_budget(xp, max_memory)
+        c, nslices = slices.sliced_product(a, b, product, budget, output)
+    if timings is not None:
+        timings["slices"] = nslices
+    return c
+
+
+def _product(a: BitmapMatrix, b: BitmapMatrix, keep_zeros: bool,
+             timings: dict[str, float] | None) -> BitmapMatrix:
+    """The four stages on operands of one dtype."""
+    xp = get_array_module(a.keys, b.keys)
+    dtype = a.dtype
     shape = (a.shape[0], b.shape[1])
     clock = _StageClock(xp, timings)
 
@@ -132,4 +178,6 @@ class _StageClock:
                 self._out[stage] = (end - start) * 1e3
 
 
-__all__ = ["STAGES", "spgemm"]
+plan_slices = slices.plan_slices
+
+__all__ = ["STAGES", "plan_slices", "spgemm"]

@@ -163,7 +163,7 @@ def test_timings_cover_every_stage(xp):
     a = to_device(BitmapMatrix(random_csr(64, 64, 0.1, seed=1)), xp)
     timings = {}
     spgemm(a, a, timings=timings)
-    assert list(timings) == list(bmsparse.STAGES)
+    assert list(timings) == [*bmsparse.STAGES, "slices"] and timings["slices"] == 1
     assert all(t >= 0 for t in timings.values())
 
 
@@ -221,3 +221,14 @@ def test_task_merge_and_sort_paths(runs, name, a, xp, monkeypatch):
 
     monkeypatch.setattr(tasks, "RANK_MAX_RUNS", runs)
     assert_same_csr(run(a, a, xp), scipy_product(a, a))
+
+
+def test_nan_and_inf_propagate_as_in_scipy(xp):
+    a = random_csr(40, 40, 0.15, seed=21)
+    a.data[::7] = np.nan
+    a.data[3::11] = np.inf
+    a.data[5::13] = -np.inf
+    with np.errstate(invalid="ignore"):  # scipy's own inf - inf
+        want = scipy_product(a, a)
+    assert np.isnan(want.data).any() and np.isinf(want.data).any()
+    assert_same_csr(run(a, a, xp), want)

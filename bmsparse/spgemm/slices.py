@@ -1,0 +1,172 @@
+"""Memory-bounded SpGEMM: the product in slices of A's block rows.
+
+Output block row i of ``A @ B`` depends on block row i of A alone, so the
+product can run on contiguous ranges of A's block rows and the pieces be
+concatenated. Each output block is computed exactly as in one pass (same
+pairs, same order), so the result is bit for bit the unsliced one.
+
+The plan bounds each slice's task list (``BYTES_PER_TASK`` per task) by the
+memory budget. The size of the output values is known only after a slice's
+count stage; a slice that still runs out of device memory is halved and
+retried, down to one block row, which either fits or raises MemoryError
+saying what it needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .._matrix import BitmapMatrix
+from .._sputils import get_array_module
+from . import tasks
+
+#: upper estimate of the device bytes the pipeline holds per task at its peak
+#: (task arrays, sort codes, flags and scans, output block arrays); measured
+#: peaks were 120-190 bytes per task on the WebBase surrogate, float64
+BYTES_PER_TASK = 192
+
+Product = Callable[[BitmapMatrix, BitmapMatrix], BitmapMatrix]
+
+
+def device_budget(xp: Any, max_memory: int | None) -> int | None:
+    """Bytes the product may use: ``max_memory``, capped on the GPU by free memory."""
+    if xp is np:
+        return max_memory
+    import cupy
+
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    free += cupy.get_default_memory_pool().free_bytes()
+    return free if max_memory is None else min(free, max_memory)
+
+
+def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int) -> list[tuple[int, int]]:
+    """Ranges ``[first, last)`` of A's blocks, whole block rows each, within budget.
+
+    Parameters
+    ----------
+    a, b : BitmapMatrix
+    max_memory : int
+        Bytes one slice may use for its task list.
+
+    Returns
+    -------
+    list of (int, int)
+        Consecutive block ranges covering all of A's blocks (one empty range
+        for an empty A).
+
+    Raises
+    ------
+    MemoryError
+        One block row alone needs more than ``max_memory``.
+
+    Notes
+    -----
+    Syncs once (the tasks of every block row come to the host).
+    """
+    xp = get_array_module(a.keys, b.keys)
+    if a.nblocks == 0:
+        return [(0, 0)]
+    _, counts = tasks.ranges(a.keys, b.keys)
+    counts = counts.get() if xp is not np else counts  # sync: the plan is made on the host
+    keys = a.keys.get() if xp is not np else a.keys
+    rows = keys >> np.uint64(32)
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    row_tasks = np.add.reduceat(counts, starts)
+    ends = np.r_[starts[1:], a.nblocks]
+    need = row_tasks * BYTES_PER_TASK
+    worst = int(np.argmax(need))
+    if need[worst] > max_memory:
+        raise _too_large(int(rows[starts[worst]]), int(need[worst]), max_memory)
+    slices, first, used = [], 0, 0
+    for start, end, bytes_ in zip(starts.tolist(), ends.tolist(), need.tolist()):
+        if used and used + bytes_ > max_memory:
+            slices.append((first, start))
+            first, used = start, 0
+        used += bytes_
+    slices.append((first, a.nblocks))
+    return slices
+
+
+def sliced_product(a: BitmapMatrix, b: BitmapMatrix, product: Product, max_memory: int,
+                   output: str) -> tuple[BitmapMatrix, int]:
+    """``product`` over the planned slices, concatenated; and the number of slices.
+
+    With ``output="host"`` every slice of C is copied to the host as soon as
+    it is computed, so C may be larger than the device.
+    """
+    pieces: list[BitmapMatrix] = []
+    for first, last in plan_slices(a, b, max_memory):
+        _run(a, b, first, last, product, output, pieces)
+    xp = np if output == "host" else get_array_module(a.keys)
+    return concatenate(xp, pieces, (a.shape[0], b.shape[1]), a.dtype), len(pieces)
+
+
+def _run(a: BitmapMatrix, b: BitmapMatrix, first: int, last: int, product: Product,
+         output: str, pieces: list[BitmapMatrix]) -> None:
+    """One slice, halved (at a block row boundary) while it runs out of memory."""
+    try:
+        c = product(rows_of(a, first, last), b)
+    except MemoryError:
+        _free_pool(a)
+        middle = _row_boundary(a, first, last)
+        if middle is None:
+            keys = a.keys[first:first + 1]
+            row = int(keys.get()[0] >> 32) if not isinstance(keys, np.ndarray) else int(
+                keys[0] >> np.uint64(32))
+            raise _too_large(row, None, device_budget(get_array_module(a.keys), None)) from None
+        _run(a, b, first, middle, product, output, pieces)
+        _run(a, b, middle, last, product, output, pieces)
+        return
+    pieces.append(c.get() if output == "host" else c)
+
+
+def _row_boundary(a: BitmapMatrix, first: int, last: int) -> int | None:
+    """The block-row boundary nearest the middle of ``[first, last)``, if any."""
+    keys = a.keys[first:last]
+    rows = (keys.get() if not isinstance(keys, np.ndarray) else keys) >> np.uint64(32)
+    changes = np.flatnonzero(rows[1:] != rows[:-1]) + 1
+    if changes.size == 0:
+        return None
+    return first + int(changes[np.argmin(np.abs(changes - (last - first) // 2))])
+
+
+def rows_of(a: BitmapMatrix, first: int, last: int) -> BitmapMatrix:
+    """A's blocks ``[first, last)`` as a matrix of A's shape (views, offsets rebased)."""
+    if first == 0 and last == a.nblocks:
+        return a
+    base, top = (int(v) for v in (a.offsets[first], a.offsets[last]))  # sync: value range
+    offsets = a.offsets[first:last + 1] - base
+    values = None if a.values is None else a.values[base:top]
+    return BitmapMatrix._from_blocks(a.keys[first:last], a.bitmaps[first:last], offsets, values,
+                                     a.shape, a.dtype, top - base)
+
+
+def concatenate(xp: Any, pieces: list[BitmapMatrix], shape: tuple[int, int],
+                dtype: Any) -> BitmapMatrix:
+    """Row slices of one matrix, in order, as one matrix."""
+    if len(pieces) == 1:
+        return pieces[0]
+    nnz = [p.nnz for p in pieces]
+    bases = np.cumsum([0] + nnz[:-1]).tolist()
+    offsets = xp.concatenate([p.offsets[:-1] + base for p, base in zip(pieces, bases)]
+                             + [xp.asarray([sum(nnz)], dtype=xp.int64)])
+    values = None if pieces[0].values is None else xp.concatenate([p.values for p in pieces])
+    return BitmapMatrix._from_blocks(xp.concatenate([p.keys for p in pieces]),
+                                     xp.concatenate([p.bitmaps for p in pieces]),
+                                     offsets.astype(xp.int64), values, shape, dtype, sum(nnz))
+
+
+def _free_pool(a: BitmapMatrix) -> None:
+    if not isinstance(a.keys, np.ndarray):
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _too_large(row: int, needed: int | None, available: int | None) -> MemoryError:
+    what = f"about {needed:,} bytes" if needed is not None else "more memory than is free"
+    return MemoryError(f"spgemm: block row {row} of A alone needs {what} but only "
+                       f"{available:,} bytes are available; raise max_memory or free device "
+                       f"memory")

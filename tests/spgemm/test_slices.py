@@ -1,0 +1,107 @@
+"""Memory-bounded SpGEMM: slices of A's block rows give the unsliced result, bit for bit."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from bmsparse import BitmapMatrix, spgemm
+from bmsparse.spgemm import slices
+from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
+from tests.spgemm.test_spgemm import power_law
+
+# the package's spgemm attribute is the function; the module holds _product
+spgemm_mod = importlib.import_module("bmsparse.spgemm")
+
+
+def same_bits(xp, got: BitmapMatrix, want: BitmapMatrix) -> None:
+    assert got.shape == want.shape and got.nnz == want.nnz
+    host = (lambda a: a) if xp is np else (lambda a: a.get())
+    for name in ("keys", "bitmaps", "offsets"):
+        np.testing.assert_array_equal(host(getattr(got, name)), host(getattr(want, name)))
+    np.testing.assert_array_equal(host(got.values).view(np.uint64),
+                                  host(want.values).view(np.uint64))
+
+
+def operands(xp):
+    a = power_law(1500, 4)
+    return a, to_device(BitmapMatrix(a), xp)
+
+
+def test_plan_covers_whole_block_rows_within_budget(xp):
+    a, m = operands(xp)
+    budget = 40 * slices.BYTES_PER_TASK
+    plan = slices.plan_slices(m, m, budget)
+    assert plan[0][0] == 0 and plan[-1][1] == m.nblocks
+    assert all(prev[1] == nxt[0] for prev, nxt in zip(plan, plan[1:]))
+    keys = m.keys if xp is np else m.keys.get()
+    rows = keys >> np.uint64(32)
+    for first, last in plan[1:]:
+        assert rows[first] != rows[first - 1]   # a slice starts a block row
+    assert len(plan) > 5
+
+
+@pytest.mark.parametrize("budget_tasks", [40, 400, 10**9])
+def test_sliced_product_is_bit_identical(budget_tasks, xp):
+    a, m = operands(xp)
+    whole = spgemm(m, m)
+    timings = {}
+    got = spgemm(m, m, max_memory=budget_tasks * slices.BYTES_PER_TASK, timings=timings)
+    same_bits(xp, got, whole)
+    assert (timings["slices"] > 1) == (budget_tasks < 10**9)
+    assert_same_csr(got.to_scipy(), scipy_product(a, a))
+
+
+def test_one_block_row_too_large_raises_memory_error(xp):
+    _, m = operands(xp)
+    with pytest.raises(MemoryError, match=r"block row \d+ of A alone needs about [\d,]+ bytes "
+                                          r"but only 100 bytes are available"):
+        spgemm(m, m, max_memory=100)
+
+
+def test_output_on_the_host(xp):
+    a, m = operands(xp)
+    got = spgemm(m, m, max_memory=200 * slices.BYTES_PER_TASK, output="host")
+    assert not got.on_device
+    same_bits(np, got, spgemm(m, m).get())
+
+
+def test_unknown_output_is_refused():
+    m = BitmapMatrix(random_csr(8, 8, 0.5, seed=1))
+    with pytest.raises(ValueError, match="output must be 'device' or 'host', got 'disk'"):
+        spgemm(m, m, output="disk")
+
+
+def test_out_of_memory_halves_the_slice(xp, monkeypatch):
+    # a product of more than 60 blocks of A "runs out of memory": the retry
+    # halves slices at block-row boundaries until each fits
+    a, m = operands(xp)
+    whole = spgemm(m, m)
+    real = spgemm_mod._product
+
+    def small_only(a_part, b_part, keep_zeros, timings):
+        if a_part.nblocks > 60:
+            raise MemoryError("out of memory (simulated)")
+        return real(a_part, b_part, keep_zeros, timings)
+
+    monkeypatch.setattr(spgemm_mod, "_product", small_only)
+    if xp is np:
+        monkeypatch.setattr(slices, "device_budget", lambda xp, max_memory: 10**12)
+    timings = {}
+    same_bits(xp, spgemm(m, m, timings=timings), whole)
+    assert timings["slices"] > m.nblocks // 60
+
+
+def test_out_of_memory_on_a_single_block_row_says_so(xp, monkeypatch):
+    _, m = operands(xp)
+
+    def never(*args):
+        raise MemoryError("out of memory (simulated)")
+
+    monkeypatch.setattr(spgemm_mod, "_product", never)
+    monkeypatch.setattr(slices, "device_budget", lambda xp, max_memory: 12345)
+    with pytest.raises(MemoryError, match="block row 0 of A alone needs more memory than is "
+                                          "free but only 12,345 bytes are available"):
+        spgemm(m, m)

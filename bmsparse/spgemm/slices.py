@@ -100,7 +100,8 @@ def sliced_product(a: BitmapMatrix, b: BitmapMatrix, product: Product, max_memor
     for first, last in plan_slices(a, b, max_memory):
         _run(a, b, first, last, product, output, pieces)
     xp = np if output == "host" else get_array_module(a.keys)
-    return concatenate(xp, pieces, (a.shape[0], b.shape[1]), a.dtype), len(pieces)
+    count = len(pieces)
+    return concatenate(xp, pieces, (a.shape[0], b.shape[1]), a.dtype), count
 
 
 def _run(a: BitmapMatrix, b: BitmapMatrix, first: int, last: int, product: Product,
@@ -145,17 +146,31 @@ def rows_of(a: BitmapMatrix, first: int, last: int) -> BitmapMatrix:
 
 def concatenate(xp: Any, pieces: list[BitmapMatrix], shape: tuple[int, int],
                 dtype: Any) -> BitmapMatrix:
-    """Row slices of one matrix, in order, as one matrix."""
+    """Row slices of one matrix, in order, as one matrix.
+
+    The pieces are consumed: each is released as soon as it is copied, so
+    the peak is the result plus one piece, not twice the result.
+    """
     if len(pieces) == 1:
-        return pieces[0]
-    nnz = [p.nnz for p in pieces]
-    bases = np.cumsum([0] + nnz[:-1]).tolist()
-    offsets = xp.concatenate([p.offsets[:-1] + base for p, base in zip(pieces, bases)]
-                             + [xp.asarray([sum(nnz)], dtype=xp.int64)])
-    values = None if pieces[0].values is None else xp.concatenate([p.values for p in pieces])
-    return BitmapMatrix._from_blocks(xp.concatenate([p.keys for p in pieces]),
-                                     xp.concatenate([p.bitmaps for p in pieces]),
-                                     offsets.astype(xp.int64), values, shape, dtype, sum(nnz))
+        return pieces.pop()
+    nblocks = sum(p.nblocks for p in pieces)
+    nnz = sum(p.nnz for p in pieces)
+    keys = xp.empty(nblocks, dtype=xp.uint64)
+    bitmaps = xp.empty(nblocks, dtype=xp.uint64)
+    offsets = xp.empty(nblocks + 1, dtype=xp.int64)
+    values = None if pieces[0].values is None else xp.empty(nnz, dtype=pieces[0].values.dtype)
+    block, value = 0, 0
+    while pieces:
+        p = pieces.pop(0)
+        keys[block:block + p.nblocks] = p.keys
+        bitmaps[block:block + p.nblocks] = p.bitmaps
+        offsets[block:block + p.nblocks] = p.offsets[:-1] + value
+        if values is not None:
+            values[value:value + p.nnz] = p.values
+        block, value = block + p.nblocks, value + p.nnz
+        del p
+    offsets[nblocks] = nnz
+    return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, shape, dtype, nnz)
 
 
 def _free_pool(a: BitmapMatrix) -> None:

@@ -53,6 +53,7 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILI
 # file (relative to the package) -> {kernel name: template parameter names}
 _REGISTRY: dict[str, dict[str, tuple[str, ...]]] = {}
 _MODULES: dict[tuple[str, int], Any] = {}
+_FUNCTIONS: dict[tuple[Any, ...], Any] = {}
 
 #: hook for tests: called with (kernel name, n, grid, block) at each launch
 launch_hook: Callable[[str, int, int, int], None] | None = None
@@ -114,16 +115,25 @@ def name_expressions(path: str) -> list[str]:
 
 
 def get_kernel(path: str, name: str, **types: Any) -> Any:
-    """RawKernel ``name`` of file ``path``, instantiated for ``types``."""
+    """RawKernel ``name`` of file ``path``, instantiated for ``types``.
+
+    Memoized per device: small products launch a dozen kernels, and looking
+    one up must cost far less than launching it.
+    """
     import cupy
 
-    device = cupy.cuda.Device().id
-    module = _MODULES.get((path, device))
-    if module is None:
-        module = cupy.RawModule(code=source(path), options=COMPILE_OPTIONS,
-                                name_expressions=name_expressions(path))
-        _MODULES[(path, device)] = module
-    return module.get_function(name_expression(name, _REGISTRY[path][name], **types))
+    device = cupy.cuda.runtime.getDevice()
+    key = (path, name, device, *sorted((k, np.dtype(v).str) for k, v in types.items()))
+    kernel = _FUNCTIONS.get(key)
+    if kernel is None:
+        module = _MODULES.get((path, device))
+        if module is None:
+            module = cupy.RawModule(code=source(path), options=COMPILE_OPTIONS,
+                                    name_expressions=name_expressions(path))
+            _MODULES[(path, device)] = module
+        kernel = module.get_function(name_expression(name, _REGISTRY[path][name], **types))
+        _FUNCTIONS[key] = kernel
+    return kernel
 
 
 def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
@@ -139,8 +149,10 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
         return
     for a in args:
         # a kernel reads a pointer as a dense array: a strided view (for
-        # example a column of cupy.nonzero's result) would be read wrongly
-        if hasattr(a, "flags") and not a.flags.c_contiguous:
+        # example a column of cupy.nonzero's result) would be read wrongly.
+        # CuPy's own attribute: .flags builds an object per call, and this
+        # runs for every argument of every launch
+        if not getattr(a, "_c_contiguous", True):
             raise ValueError(f"{kernel.name}: array arguments must be C-contiguous")
     grid = (n + block - 1) // block
     if launch_hook is not None:

@@ -232,3 +232,25 @@ def test_nan_and_inf_propagate_as_in_scipy(xp):
         want = scipy_product(a, a)
     assert np.isnan(want.data).any() and np.isinf(want.data).any()
     assert_same_csr(run(a, a, xp), want)
+
+
+@pytest.mark.parametrize("n", [2**34, 2**35])
+def test_huge_shape_with_entries_at_the_corners(n, xp):
+    # block indices near 2**32 exercise the 64-bit index arithmetic of every
+    # stage; CSR of such a shape would need a 2**34-long indptr, so the check
+    # goes through COO
+    last = n - 1
+    rows = xp.asarray(np.array([0, 0, last, last, 5]))
+    cols = xp.asarray(np.array([0, last, 0, last, last - 3]))
+    values = xp.asarray(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    a = BitmapMatrix.from_coo(rows, cols, values, (n, n))
+    c = spgemm(a, a)
+    # the product of [[1, 2], [3, 4]] on the corners; row 5 meets only column last - 3
+    dense_corners = np.array([[1.0, 2.0], [3.0, 4.0]]) @ np.array([[1.0, 2.0], [3.0, 4.0]])
+    want = {(0, 0): dense_corners[0, 0], (0, last): dense_corners[0, 1],
+            (last, 0): dense_corners[1, 0], (last, last): dense_corners[1, 1]}
+    got_rows, got_cols = c._coo_indices()
+    host = (lambda v: v) if xp is np else (lambda v: v.get())
+    got = dict(zip(zip(host(got_rows).tolist(), host(got_cols).tolist()),
+                   host(c.values).tolist()))
+    assert c.shape == (n, n) and got == want

@@ -81,9 +81,10 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
     dtype = upcast(a.dtype, b.dtype)
     a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
 
-    def product(a_part: BitmapMatrix, b_part: BitmapMatrix) -> BitmapMatrix:
+    def product(a_part: BitmapMatrix, b_part: BitmapMatrix,
+                max_bytes: int | None = None) -> BitmapMatrix:
         stage_ms: dict[str, float] | None = {} if timings is not None else None
-        c = _product(a_part, b_part, keep_zeros, stage_ms)
+        c = _product(a_part, b_part, keep_zeros, stage_ms, max_bytes)
         if timings is not None:
             for stage, ms in stage_ms.items():
                 timings[stage] = timings.get(stage, 0.0) + ms
@@ -93,7 +94,9 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
         timings.clear()
     if max_memory is None and (output == "device" or xp is np):
         try:
-            c, nslices = product(a, b), 1
+            # the task count, known at the task stage's first sync, is checked
+            # against free memory before the task list is allocated
+            c, nslices = product(a, b, None if xp is np else slices.device_budget(xp, None)), 1
         except MemoryError:
             slices._free_pool(a)
             c, nslices = slices.sliced_product(a, b, product, slices.device_budget(xp, None),
@@ -107,15 +110,16 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
 
 
 def _product(a: BitmapMatrix, b: BitmapMatrix, keep_zeros: bool,
-             timings: dict[str, float] | None) -> BitmapMatrix:
-    """The four stages on operands of one dtype."""
+             timings: dict[str, float] | None, max_bytes: int | None = None) -> BitmapMatrix:
+    """The four stages on operands of one dtype; MemoryError if the task list
+    alone would need more than ``max_bytes``."""
     xp = get_array_module(a.keys, b.keys)
     dtype = a.dtype
     shape = (a.shape[0], b.shape[1])
     clock = _StageClock(xp, timings)
 
     task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
-                            nblocks_along(b.shape[1]))
+                            nblocks_along(b.shape[1]), max_bytes)
     clock.lap("tasks")
     c_bitmaps, c_offsets, empty_blocks = count.count(a.bitmaps, b.bitmaps, task_list.task_a,
                                        task_list.task_b, task_list.c_ptr)

@@ -5,8 +5,8 @@ product can run on contiguous ranges of A's block rows and the pieces be
 concatenated. Each output block is computed exactly as in one pass (same
 pairs, same order), so the result is bit for bit the unsliced one.
 
-The plan bounds each slice's task list (``BYTES_PER_TASK`` per task) by the
-memory budget. The size of the output values is known only after a slice's
+The plan bounds each slice's task list (``tasks.BYTES_PER_TASK`` per task)
+by the memory budget. The size of the output values is known only after a slice's
 count stage; a slice that still runs out of device memory is halved and
 retried, down to one block row, which either fits or raises MemoryError
 saying what it needed.
@@ -21,11 +21,6 @@ import numpy as np
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module
 from . import tasks
-
-#: upper estimate of the device bytes the pipeline holds per task at its peak
-#: (task arrays, sort codes, flags and scans, output block arrays); measured
-#: peaks were 120-190 bytes per task on the WebBase surrogate, float64
-BYTES_PER_TASK = 192
 
 Product = Callable[[BitmapMatrix, BitmapMatrix], BitmapMatrix]
 
@@ -75,7 +70,7 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int) -> list[tuple
     starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
     row_tasks = np.add.reduceat(counts, starts)
     ends = np.r_[starts[1:], a.nblocks]
-    need = row_tasks * BYTES_PER_TASK
+    need = row_tasks * tasks.BYTES_PER_TASK
     worst = int(np.argmax(need))
     if need[worst] > max_memory:
         raise _too_large(int(rows[starts[worst]]), int(need[worst]), max_memory)

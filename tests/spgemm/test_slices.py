@@ -9,6 +9,7 @@ import pytest
 
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.spgemm import slices
+from bmsparse.spgemm import tasks as tasks_mod
 from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
 from tests.spgemm.test_spgemm import power_law
 
@@ -32,7 +33,7 @@ def operands(xp):
 
 def test_plan_covers_whole_block_rows_within_budget(xp):
     a, m = operands(xp)
-    budget = 40 * slices.BYTES_PER_TASK
+    budget = 40 * tasks_mod.BYTES_PER_TASK
     plan = slices.plan_slices(m, m, budget)
     assert plan[0][0] == 0 and plan[-1][1] == m.nblocks
     assert all(prev[1] == nxt[0] for prev, nxt in zip(plan, plan[1:]))
@@ -48,7 +49,7 @@ def test_sliced_product_is_bit_identical(budget_tasks, xp):
     a, m = operands(xp)
     whole = spgemm(m, m)
     timings = {}
-    got = spgemm(m, m, max_memory=budget_tasks * slices.BYTES_PER_TASK, timings=timings)
+    got = spgemm(m, m, max_memory=budget_tasks * tasks_mod.BYTES_PER_TASK, timings=timings)
     same_bits(xp, got, whole)
     assert (timings["slices"] > 1) == (budget_tasks < 10**9)
     assert_same_csr(got.to_scipy(), scipy_product(a, a))
@@ -63,7 +64,7 @@ def test_one_block_row_too_large_raises_memory_error(xp):
 
 def test_output_on_the_host(xp):
     a, m = operands(xp)
-    got = spgemm(m, m, max_memory=200 * slices.BYTES_PER_TASK, output="host")
+    got = spgemm(m, m, max_memory=200 * tasks_mod.BYTES_PER_TASK, output="host")
     assert not got.on_device
     same_bits(np, got, spgemm(m, m).get())
 
@@ -81,10 +82,10 @@ def test_out_of_memory_halves_the_slice(xp, monkeypatch):
     whole = spgemm(m, m)
     real = spgemm_mod._product
 
-    def small_only(a_part, b_part, keep_zeros, timings):
+    def small_only(a_part, b_part, keep_zeros, timings, max_bytes=None):
         if a_part.nblocks > 60:
             raise MemoryError("out of memory (simulated)")
-        return real(a_part, b_part, keep_zeros, timings)
+        return real(a_part, b_part, keep_zeros, timings, max_bytes)
 
     monkeypatch.setattr(spgemm_mod, "_product", small_only)
     if xp is np:
@@ -105,3 +106,26 @@ def test_out_of_memory_on_a_single_block_row_says_so(xp, monkeypatch):
     with pytest.raises(MemoryError, match="block row 0 of A alone needs more memory than is "
                                           "free but only 12,345 bytes are available"):
         spgemm(m, m)
+
+
+def test_task_list_larger_than_free_memory_is_sliced_before_allocation(xp, monkeypatch):
+    # free memory below the whole task list: the task stage refuses at its
+    # first sync and the product runs in slices
+    _, m = operands(xp)
+    whole = spgemm(m, m)
+    monkeypatch.setattr(slices, "device_budget",
+                        lambda xp, max_memory: 300 * tasks_mod.BYTES_PER_TASK)
+    if xp is np:  # the host path has no free-memory check: give it one
+        real = spgemm_mod._product
+        monkeypatch.setattr(spgemm_mod, "_product", lambda a, b, k, t, max_bytes=None: real(
+            a, b, k, t, 300 * tasks_mod.BYTES_PER_TASK))
+    timings = {}
+    same_bits(xp, spgemm(m, m, timings=timings), whole)
+    assert timings["slices"] > 1
+
+
+def test_task_stage_refuses_a_list_larger_than_max_bytes(xp):
+    _, m = operands(xp)
+    with pytest.raises(MemoryError, match=r"the task list of [\d,]+ tasks needs about "
+                                          r"[\d,]+ bytes, more than 1,000"):
+        tasks_mod.tasks(m.keys, m.keys, 1 << 20, 1 << 20, max_bytes=1000)

@@ -325,6 +325,7 @@ class BitmapMatrix:
         """This matrix with NumPy arrays (a host copy; self when on the host)."""
         if not self.on_device:
             return self
+        # sync: the copy to the host is what get() is for
         values = None if self.values is None else self.values.get()
         return BitmapMatrix._from_blocks(self.keys.get(), self.bitmaps.get(),
                                          self.offsets.get(), values, self.shape, self.dtype,
@@ -416,6 +417,7 @@ class BitmapMatrix:
         import scipy.sparse as sp
 
         indptr, indices, data = self._csr_arrays()
+        # sync: the copy to the host is what to_scipy() is for
         out = sp.csr_array((data.get(), indices.get(), indptr.get()), shape=self.shape)
         out.has_sorted_indices = True
         return out

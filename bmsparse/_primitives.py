@@ -45,22 +45,6 @@ def stable_argsort(xp: Any, a: Any) -> Any:
     return a.argsort().astype(xp.int64, copy=False)
 
 
-def run_starts(xp: Any, columns: tuple[Any, ...]) -> Any:
-    """Boundaries, int64 [nruns + 1], of the runs of equal rows of sorted ``columns``.
-
-    Syncs on the GPU (the number of runs sizes the result).
-    """
-    n = columns[0].shape[0]
-    if n == 0:
-        return xp.zeros(1, dtype=xp.int64)
-    change = xp.zeros(n, dtype=bool)
-    change[0] = True
-    for col in columns:
-        change[1:] |= col[1:] != col[:-1]
-    starts = xp.flatnonzero(change)  # sync: number of runs
-    return xp.concatenate([starts, xp.asarray([n])]).astype(xp.int64, copy=False)
-
-
 def exclusive_scan(xp: Any, counts: Any) -> Any:
     """Offsets, int64 [n + 1]: ``[0, counts[0], counts[0] + counts[1], ...]``."""
     out = xp.zeros(counts.shape[0] + 1, dtype=xp.int64)

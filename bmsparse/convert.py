@@ -190,7 +190,7 @@ def _indptr_errors(xp: Any, indptr: Any, nnz: int) -> Any:
 
 def _indptr_message(xp: Any, indptr: Any, nnz: int) -> str | None:
     indptr = indptr.astype(xp.int64)
-    first, last = int(indptr[0]), int(indptr[-1])
+    first, last = int(indptr[0]), int(indptr[-1])  # sync: error path only
     if first != 0:
         return f"indptr must start at 0, got {first}"
     if last != nnz:

@@ -5,9 +5,10 @@
 //       sum over t in row_bits(A(i, j), r) & col_bits(B(j, k), c), ascending,
 //         A(i, j)[r, t] * B(j, k)[t, c]
 // and is written straight to its final place, c_offsets[q] + value_index.
-// The structure (c_bitmaps) is exact from the count stage, so only the set
-// bits of each output block are visited: the work follows the real
-// multiplies, not 8x8x8 per pair.
+// The structure (c_bitmaps) is exact from the count stage, and a row only
+// visits the entries (r, t) that A holds: the work follows the real
+// multiplies (times the 8 predicated columns), not 8x8x8 per pair. No FMA
+// (see _kernels.COMPILE_OPTIONS): each product rounds as in scipy.
 //
 // Arguments (csr.h style):
 //   u64       a_bitmaps[a_nblocks]   - bitmaps of A
@@ -26,11 +27,12 @@
 //
 // Launch: 8 threads per output block (one per block row r; the 8 are
 // consecutive lanes of one warp), 1-D grid of 8 * c_nblocks threads in
-// blocks of BMSPARSE_MULTIPLY_THREADS. Row r of
-// an output block accumulates in 8 registers (one per column) while it walks
-// the pairs, then writes its values, which are contiguous in c_values.
-// Work: O(ntasks * 8 + multiplies * 8 / density of B's rows).
-// Deterministic: fixed summation order, no atomics.
+// blocks of BMSPARSE_MULTIPLY_THREADS. Row r of an output block accumulates
+// in 8 registers (one per column) while it walks the pairs, then writes its
+// values, which are contiguous in c_values.
+// Work: O(8 * ntasks + 8 * (entries of A's rows met)).
+// Deterministic: fixed summation order, no atomics on values (zero_blocks is
+// an integer count).
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
 

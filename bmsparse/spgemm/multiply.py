@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import _kernels
-from .._format import BLOCK_SHIFT, popcount, set_bits, value_index
+from .._format import BLOCK_SHIFT, set_bits, value_index
 from .._sputils import get_array_module
 
 _KERNELS = "spgemm/multiply.cu"

@@ -65,7 +65,7 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int) -> list[tuple
         return [(0, 0)]
     _, counts = tasks.ranges(a.keys, b.keys)
     counts = counts.get() if xp is not np else counts  # sync: the plan is made on the host
-    keys = a.keys.get() if xp is not np else a.keys
+    keys = a.keys.get() if xp is not np else a.keys  # sync: as above
     rows = keys >> np.uint64(32)
     starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
     row_tasks = np.add.reduceat(counts, starts)
@@ -108,20 +108,21 @@ def _run(a: BitmapMatrix, b: BitmapMatrix, first: int, last: int, product: Produ
         _free_pool(a)
         middle = _row_boundary(a, first, last)
         if middle is None:
-            keys = a.keys[first:first + 1]
-            row = int(keys.get()[0] >> 32) if not isinstance(keys, np.ndarray) else int(
-                keys[0] >> np.uint64(32))
+            key = a.keys[first:first + 1]
+            key = key.get() if not isinstance(key, np.ndarray) else key  # sync: error path
+            row = int(key[0] >> np.uint64(32))
             raise _too_large(row, None, device_budget(get_array_module(a.keys), None)) from None
         _run(a, b, first, middle, product, output, pieces)
         _run(a, b, middle, last, product, output, pieces)
         return
-    pieces.append(c.get() if output == "host" else c)
+    pieces.append(c.get() if output == "host" else c)  # sync: streamed to the host
 
 
 def _row_boundary(a: BitmapMatrix, first: int, last: int) -> int | None:
     """The block-row boundary nearest the middle of ``[first, last)``, if any."""
     keys = a.keys[first:last]
-    rows = (keys.get() if not isinstance(keys, np.ndarray) else keys) >> np.uint64(32)
+    keys = keys.get() if not isinstance(keys, np.ndarray) else keys  # sync: rare retry path
+    rows = keys >> np.uint64(32)
     changes = np.flatnonzero(rows[1:] != rows[:-1]) + 1
     if changes.size == 0:
         return None

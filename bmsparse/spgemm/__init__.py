@@ -123,24 +123,21 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, keep_zeros: bool,
     clock.lap("tasks")
     c_bitmaps, c_offsets, empty_blocks = count.count(a.bitmaps, b.bitmaps, task_list.task_a,
                                        task_list.task_b, task_list.c_ptr)
+    c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz = compact.drop_empty(
+        task_list.c_keys, c_bitmaps, c_offsets, task_list.c_ptr, empty_blocks)
     clock.lap("count")
-    c_keys = task_list.c_keys
     if dtype == np.bool_:
         clock.lap("multiply")
-        c_keys, c_bitmaps, c_offsets = compact.drop_empty(c_keys, c_bitmaps, c_offsets,
-                                                          empty_blocks)
         clock.lap("compact")
         clock.finish()
-        return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape)
-    nnz = int(c_offsets[-1])  # sync: size of the values
+        return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape, nnz=nnz)
     c_values, c_nonzero, zero_blocks = multiply.multiply(
         a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, task_list.task_a,
-        task_list.task_b, task_list.c_ptr, c_bitmaps, c_offsets, nnz)
+        task_list.task_b, c_first, c_last, c_bitmaps, c_offsets, nnz)
     clock.lap("multiply")
-    if keep_zeros:  # keep every value, drop only the empty blocks
-        c_nonzero, zero_blocks = c_bitmaps, xp.zeros(1, dtype=xp.uint64)
-    c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
-        c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks, empty_blocks)
+    if not keep_zeros:
+        c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
+            c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)

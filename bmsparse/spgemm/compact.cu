@@ -37,13 +37,17 @@ __global__ void bmsparse_compact_values(
 //   u64       c_keys[c_nblocks], new_bitmaps[c_nblocks]
 //   long long new_offsets[c_nblocks + 1] - value offsets with the dropped values gone
 //   long long rank[c_nblocks]            - inclusive scan of (new_bitmaps != 0)
+//   long long c_ptr[c_nblocks + 1]       - task runs of the blocks, or null
 //   u64       out_keys[kept], out_bitmaps[kept]; long long out_offsets[kept + 1] - out
+//   long long out_first[kept], out_last[kept] - out: the kept blocks' task runs
+//                                        (unless c_ptr is null)
 // Launch: one thread per block, 1-D grid. Work: O(c_nblocks).
 extern "C" __global__ void bmsparse_compact_blocks(
     const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
     const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
-    long long c_nblocks, u64* __restrict__ out_keys, u64* __restrict__ out_bitmaps,
-    long long* __restrict__ out_offsets)
+    const long long* __restrict__ c_ptr, long long c_nblocks, u64* __restrict__ out_keys,
+    u64* __restrict__ out_bitmaps, long long* __restrict__ out_offsets,
+    long long* __restrict__ out_first, long long* __restrict__ out_last)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
@@ -54,4 +58,8 @@ extern "C" __global__ void bmsparse_compact_blocks(
     out_keys[d] = c_keys[q];
     out_bitmaps[d] = bitmap;
     out_offsets[d] = new_offsets[q];
+    if (c_ptr) {
+        out_first[d] = c_ptr[q];
+        out_last[d] = c_ptr[q + 1];
+    }
 }

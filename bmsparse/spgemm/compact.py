@@ -2,7 +2,11 @@
 
 scipy drops exact zeros from a product (``-0.0`` too; NaN stays); so does
 bmsparse unless asked to keep them. Blocks left empty are removed.
-See ``compact.cu``.
+
+Blocks can also be empty before any value is computed: when all the pairs
+of an output block have empty Boolean products (a column set of A(i, j)
+that misses the row set of B(j, k)). :func:`drop_empty` removes those right
+after the count stage, so the multiply never sees them. See ``compact.cu``.
 """
 
 from __future__ import annotations
@@ -21,8 +25,46 @@ _kernels.register(_KERNELS, {"bmsparse_compact_values": ("T",),
                              "bmsparse_compact_blocks": ()})
 
 
+def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_ptr: Any,
+               empty_blocks: Any) -> tuple[Any, Any, Any, Any, Any, int]:
+    """Remove the output blocks whose bitmap is empty, before the multiply.
+
+    Parameters
+    ----------
+    c_keys, c_bitmaps : uint64 [c_nblocks]
+    c_offsets : int64 [c_nblocks + 1]
+    c_ptr : int64 [c_nblocks + 1]
+        Task runs of the blocks.
+    empty_blocks : uint64 [1]
+        Number of empty bitmaps (from the count stage).
+
+    Returns
+    -------
+    keys, bitmaps, offsets
+        The kept blocks (offsets need no change: empty blocks hold no value).
+    c_first, c_last : int64 [kept]
+        Task run of each kept block.
+    nnz : int
+        Number of output values.
+
+    Notes
+    -----
+    Syncs once, reading the number of values and of empty blocks together.
+    """
+    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_ptr, empty_blocks)
+    # sync: the size of the values and whether any block is empty, in one read
+    nnz, empties = (int(v) for v in xp.stack([c_offsets[-1].astype(xp.uint64),
+                                              empty_blocks[0]]).tolist())
+    if not empties:
+        return c_keys, c_bitmaps, c_offsets, c_ptr[:-1], c_ptr[1:], nnz
+    rank = cumsum(xp, (c_bitmaps != 0).astype(xp.int64))
+    keys, bitmaps, offsets, first, last = _keep_blocks(
+        xp, c_keys, c_bitmaps, c_offsets, rank, c_keys.shape[0] - empties, c_ptr)
+    return keys, bitmaps, offsets, first, last, nnz
+
+
 def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
-            c_nonzero: Any, zero_blocks: Any, empty_blocks: Any) -> tuple[Any, Any, Any, Any]:
+            c_nonzero: Any, zero_blocks: Any) -> tuple[Any, Any, Any, Any]:
     """Keep only the entries whose bit is set in ``c_nonzero``.
 
     Parameters
@@ -34,9 +76,6 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
         Subset of ``c_bitmaps``: the entries to keep.
     zero_blocks : uint64 [1]
         Number of blocks where ``c_nonzero`` differs from ``c_bitmaps``.
-    empty_blocks : uint64 [1]
-        Number of empty bitmaps: blocks whose pairs all had empty Boolean
-        products. Dropping only those moves no value.
 
     Returns
     -------
@@ -46,18 +85,12 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
 
     Notes
     -----
-    On the GPU it syncs once to learn what is dropped, and once or twice more
-    to size the result when something is.
+    On the GPU it syncs once to learn whether anything is dropped, and once
+    more to size the result when something is.
     """
     xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
-    # sync: both counts in one read; most products drop no value
-    zeros, empties = (int(v) for v in xp.concatenate([zero_blocks, empty_blocks]).tolist())
-    if not zeros:
-        if not empties:
-            return c_keys, c_bitmaps, c_offsets, c_values
-        rank = cumsum(xp, (c_bitmaps != 0).astype(xp.int64))
-        return (*_keep_blocks(xp, c_keys, c_bitmaps, c_offsets, rank,
-                              c_keys.shape[0] - empties), c_values)
+    if not int(zero_blocks[0]):  # sync: most products drop no value
+        return c_keys, c_bitmaps, c_offsets, c_values
     new_offsets = exclusive_scan(xp, popcount(c_nonzero))
     rank = cumsum(xp, (c_nonzero != 0).astype(xp.int64))
     # sync: sizes of the result, in one read
@@ -70,48 +103,32 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     return (*_keep_blocks(xp, c_keys, c_nonzero, new_offsets, rank, kept), values)
 
 
-def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any,
-               empty_blocks: Any) -> tuple[Any, Any, Any]:
-    """Remove blocks with an empty bitmap (pattern products have no values).
-
-    Parameters
-    ----------
-    c_keys, c_bitmaps : uint64 [c_nblocks]
-    c_offsets : int64 [c_nblocks + 1]
-    empty_blocks : uint64 [1]
-        Number of empty bitmaps (from the count stage).
-    """
-    xp = get_array_module(c_keys, c_bitmaps, c_offsets, empty_blocks)
-    return _drop_empty(xp, c_keys, c_bitmaps, c_offsets, int(empty_blocks[0]))  # sync
-
-
-def _drop_empty(xp: Any, c_keys: Any, c_bitmaps: Any, c_offsets: Any,
-                empties: int) -> tuple[Any, Any, Any]:
-    if not empties:
-        return c_keys, c_bitmaps, c_offsets
-    rank = cumsum(xp, (c_bitmaps != 0).astype(xp.int64))
-    return _keep_blocks(xp, c_keys, c_bitmaps, c_offsets, rank, c_keys.shape[0] - empties)
-
-
 def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank: Any,
-                 kept: int) -> tuple[Any, Any, Any]:
-    """Keys, bitmaps and offsets of the blocks whose new bitmap is not empty.
+                 kept: int, c_ptr: Any = None) -> tuple[Any, ...]:
+    """Keys, bitmaps and offsets of the blocks whose new bitmap is not empty,
+    and their task runs (first, last) when ``c_ptr`` is given.
 
     ``rank`` is the inclusive scan of ``new_bitmaps != 0`` and ``kept`` its
     last value, known on the host.
     """
     if xp is np:
         keep = np.flatnonzero(new_bitmaps)
-        return (c_keys[keep], new_bitmaps[keep],
-                np.append(new_offsets[keep], new_offsets[-1]).astype(np.int64))
+        out = (c_keys[keep], new_bitmaps[keep],
+               np.append(new_offsets[keep], new_offsets[-1]).astype(np.int64))
+        return out if c_ptr is None else (*out, c_ptr[keep], c_ptr[keep + 1])
     n = c_keys.shape[0]
     out_keys = xp.empty(kept, dtype=xp.uint64)
     out_bitmaps = xp.empty(kept, dtype=xp.uint64)
     out_offsets = xp.zeros(kept + 1, dtype=xp.int64)
+    null = np.uint64(0)
+    first = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
+    last = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
-    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, rank, n, out_keys,
-                                out_bitmaps, out_offsets))
-    return out_keys, out_bitmaps, out_offsets
+    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, rank,
+                                null if c_ptr is None else c_ptr, n, out_keys, out_bitmaps,
+                                out_offsets, first, last))
+    out = (out_keys, out_bitmaps, out_offsets)
+    return out if c_ptr is None else (*out, first, last)
 
 
 def _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values, new_nnz):

@@ -16,7 +16,8 @@
 //   T         a_values[a_nnz]        - values of A
 //   u64       b_bitmaps[b_nblocks], long long b_offsets[b_nblocks+1], T b_values[b_nnz] - B
 //   long long task_a[ntasks], task_b[ntasks] - pairs, grouped by output block
-//   long long c_ptr[c_nblocks + 1]   - tasks of output block q
+//   long long c_first[c_nblocks], c_last[c_nblocks] - tasks of output block q:
+//                                      [c_first[q], c_last[q])
 //   u64       c_bitmaps[c_nblocks]   - exact output bitmaps (count stage)
 //   long long c_offsets[c_nblocks+1] - value offsets of the output blocks
 //   long long c_nblocks              - number of output blocks
@@ -50,7 +51,8 @@ __global__ void __launch_bounds__(BMSPARSE_MULTIPLY_THREADS, 12) bmsparse_multip
     const u64* __restrict__ b_bitmaps, const long long* __restrict__ b_offsets,
     const T* __restrict__ b_values,
     const long long* __restrict__ task_a, const long long* __restrict__ task_b,
-    const long long* __restrict__ c_ptr, const u64* __restrict__ c_bitmaps,
+    const long long* __restrict__ c_first, const long long* __restrict__ c_last,
+    const u64* __restrict__ c_bitmaps,
     const long long* __restrict__ c_offsets, long long c_nblocks,
     T* __restrict__ c_values, u64* __restrict__ c_nonzero,
     unsigned long long* __restrict__ zero_blocks)
@@ -66,7 +68,7 @@ __global__ void __launch_bounds__(BMSPARSE_MULTIPLY_THREADS, 12) bmsparse_multip
 #pragma unroll
     for (int c = 0; c < 8; ++c) acc[c] = T(0);
     if (c_row) {
-        for (long long p = c_ptr[q]; p < c_ptr[q + 1]; ++p) {
+        for (long long p = c_first[q]; p < c_last[q]; ++p) {
             const long long ia = task_a[p];
             const u64 a_bm = a_bitmaps[ia];
             unsigned int a_row = row_bits(a_bm, r);

@@ -22,7 +22,7 @@ _THREADS = 128  # BMSPARSE_MULTIPLY_THREADS
 
 def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
              b_bitmaps: Any, b_offsets: Any, b_values: Any,
-             task_a: Any, task_b: Any, c_ptr: Any,
+             task_a: Any, task_b: Any, c_first: Any, c_last: Any,
              c_bitmaps: Any, c_offsets: Any, nnz: int) -> tuple[Any, Any, Any]:
     """Values of the output blocks and which of them are non-zero.
 
@@ -31,7 +31,8 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     a_bitmaps, a_offsets, a_values : uint64 [a_nblocks], int64 [a_nblocks + 1], T [a_nnz]
     b_bitmaps, b_offsets, b_values : likewise for B (same dtype T)
     task_a, task_b : int64 [ntasks]
-    c_ptr : int64 [c_nblocks + 1]
+    c_first, c_last : int64 [c_nblocks]
+        Task run ``[c_first[q], c_last[q])`` of output block q.
     c_bitmaps : uint64 [c_nblocks]
     c_offsets : int64 [c_nblocks + 1]
     nnz : int
@@ -48,13 +49,14 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, task_a, c_bitmaps)
     if xp is np:
         return _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
-                               b_values, task_a, task_b, c_ptr, c_bitmaps, c_offsets, nnz)
+                               b_values, task_a, task_b, c_first, c_last, c_bitmaps,
+                               c_offsets, nnz)
     return _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                          task_a, task_b, c_ptr, c_bitmaps, c_offsets, nnz)
+                          task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz)
 
 
 def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                   task_a, task_b, c_ptr, c_bitmaps, c_offsets, nnz):
+                   task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz):
     import cupy
 
     c_nblocks = c_bitmaps.shape[0]
@@ -64,17 +66,22 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype)
     _kernels.launch(kernel, 8 * c_nblocks, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-        task_a, task_b, c_ptr, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero,
+        task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero,
         zero_blocks), block=_THREADS)
     return c_values, c_nonzero, zero_blocks
 
 
 @np.errstate(invalid="ignore", over="ignore")  # inf * 0 is NaN, as in scipy, silently
 def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                    task_a, task_b, c_ptr, c_bitmaps, c_offsets, nnz):
+                    task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz):
     # Enumerate every product term (task p, A entry (r, t), B entry (t, c))
-    # in the kernel's order: by task, then A bit, then B bit.
-    c_of_task = np.repeat(np.arange(c_ptr.shape[0] - 1, dtype=np.int64), np.diff(c_ptr))
+    # in the kernel's order: by task, then A bit, then B bit. Tasks outside
+    # every run (of blocks dropped as empty) have empty products: no term.
+    lengths = c_last - c_first
+    c_of_task = np.full(task_a.shape[0], -1, dtype=np.int64)
+    in_runs = np.repeat(c_first - np.cumsum(lengths) + lengths, lengths) + np.arange(
+        lengths.sum())
+    c_of_task[in_runs] = np.repeat(np.arange(lengths.shape[0], dtype=np.int64), lengths)
     a_bm = a_bitmaps[task_a]
     term_task, a_bit = set_bits(a_bm)
     r, t = a_bit >> BLOCK_SHIFT, a_bit & 7

@@ -348,8 +348,8 @@ def run_multiply(xp, a, b, t, c_bitmaps, c_offsets):
         xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(a.values),
         xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
         as_xp(xp, t.task_a, np.int64), as_xp(xp, t.task_b, np.int64),
-        as_xp(xp, t.c_ptr, np.int64), as_xp(xp, c_bitmaps, np.uint64),
-        as_xp(xp, c_offsets, np.int64), c_offsets[-1])
+        as_xp(xp, t.c_ptr[:-1], np.int64), as_xp(xp, t.c_ptr[1:], np.int64),
+        as_xp(xp, c_bitmaps, np.uint64), as_xp(xp, c_offsets, np.int64), c_offsets[-1])
     bitmaps, nonzero = np.asarray(c_bitmaps, dtype=np.uint64), host(c_nonzero)
     assert int(zero_blocks[0]) == np.count_nonzero(nonzero != bitmaps)
     return c_values, c_nonzero
@@ -454,8 +454,7 @@ def test_compact_by_hand(dtype, xp):
     keys, bitmaps, offsets, values, nonzero = COMPACT_IN
     got = compact_mod.compact(as_xp(xp, keys, np.uint64), as_xp(xp, bitmaps, np.uint64),
                               as_xp(xp, offsets, np.int64), as_xp(xp, values, dtype),
-                              as_xp(xp, nonzero, np.uint64), as_xp(xp, [2], np.uint64),
-                              as_xp(xp, [0], np.uint64))
+                              as_xp(xp, nonzero, np.uint64), as_xp(xp, [2], np.uint64))
     keys, bitmaps, offsets, values = (host(x) for x in got)
     assert [int(k) for k in keys] == COMPACT_OUT[0]
     assert [int(b) for b in bitmaps] == COMPACT_OUT[1]
@@ -466,28 +465,39 @@ def test_compact_by_hand(dtype, xp):
 def test_compact_everything_dropped(xp):
     got = compact_mod.compact(as_xp(xp, [3, 4], np.uint64), as_xp(xp, [1, 6], np.uint64),
                               as_xp(xp, [0, 1, 3], np.int64), as_xp(xp, [0, 0, 0], np.float64),
-                              as_xp(xp, [0, 0], np.uint64), as_xp(xp, [2], np.uint64),
-                              as_xp(xp, [0], np.uint64))
+                              as_xp(xp, [0, 0], np.uint64), as_xp(xp, [2], np.uint64))
     keys, bitmaps, offsets, values = (host(x) for x in got)
     assert keys.size == bitmaps.size == values.size == 0
     assert offsets.tolist() == [0]
 
 
-def test_compact_empty_blocks_only_moves_no_value(xp):
-    # block 1 is empty (its pairs' products were empty): only the index arrays change
-    values = as_xp(xp, [1.0, 2.0, 3.0], np.float64)
-    keys, bitmaps, offsets, got_values = (host(x) for x in compact_mod.compact(
+def test_drop_empty_blocks_before_the_multiply(xp):
+    # block 1 is empty (its pairs' products were empty): dropped with its task
+    # run, the others keep their offsets (an empty block holds no value)
+    keys, bitmaps, offsets, first, last, nnz = compact_mod.drop_empty(
         as_xp(xp, [3, 4, 7], np.uint64), as_xp(xp, [1, 0, 6], np.uint64),
-        as_xp(xp, [0, 1, 1, 3], np.int64), values, as_xp(xp, [1, 0, 6], np.uint64),
-        as_xp(xp, [0], np.uint64), as_xp(xp, [1], np.uint64)))
+        as_xp(xp, [0, 1, 1, 3], np.int64), as_xp(xp, [0, 2, 3, 5], np.int64),
+        as_xp(xp, [1], np.uint64))
+    keys, bitmaps, offsets, first, last = (host(x) for x in (keys, bitmaps, offsets, first,
+                                                             last))
     assert keys.tolist() == [3, 7] and bitmaps.tolist() == [1, 6]
-    assert offsets.tolist() == [0, 1, 3] and got_values.tolist() == [1.0, 2.0, 3.0]
+    assert offsets.tolist() == [0, 1, 3] and nnz == 3
+    assert first.tolist() == [0, 3] and last.tolist() == [2, 5]
+
+
+def test_drop_empty_without_empty_blocks_keeps_the_arrays(xp):
+    keys, bitmaps, offsets = (as_xp(xp, [3, 7], np.uint64), as_xp(xp, [1, 6], np.uint64),
+                              as_xp(xp, [0, 1, 3], np.int64))
+    got = compact_mod.drop_empty(keys, bitmaps, offsets, as_xp(xp, [0, 2, 5], np.int64),
+                                 as_xp(xp, [0], np.uint64))
+    assert got[0] is keys and got[1] is bitmaps and got[2] is offsets and got[5] == 3
+    assert host(got[3]).tolist() == [0, 2] and host(got[4]).tolist() == [2, 5]
 
 
 def test_compact_nothing_dropped_returns_the_inputs(xp):
     args = (as_xp(xp, [3, 4], np.uint64), as_xp(xp, [1, 6], np.uint64),
             as_xp(xp, [0, 1, 3], np.int64), as_xp(xp, [1, 2, 3], np.float64),
-            as_xp(xp, [1, 6], np.uint64), as_xp(xp, [0], np.uint64), as_xp(xp, [0], np.uint64))
+            as_xp(xp, [1, 6], np.uint64), as_xp(xp, [0], np.uint64))
     got = compact_mod.compact(*args)
     assert all(g is a for g, a in zip(got, args[:4]))
 
@@ -509,16 +519,16 @@ def test_cuda_intermediates_equal_numpy(name, dtype, runs, monkeypatch):
         t = tasks_mod.tasks(*task_args(xp, a, b))
         c_bitmaps, c_offsets, empty = count_mod.count(
             xp.asarray(a.bitmaps), xp.asarray(b.bitmaps), t.task_a, t.task_b, t.c_ptr)
-        nnz = int(c_offsets[-1])
+        kept = compact_mod.drop_empty(t.c_keys, c_bitmaps, c_offsets, t.c_ptr, empty)
         c_values, c_nonzero, zero_blocks = multiply_mod.multiply(
             xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(a.values),
             xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
-            t.task_a, t.task_b, t.c_ptr, c_bitmaps, c_offsets, nnz)
-        out = compact_mod.compact(t.c_keys, c_bitmaps, c_offsets, c_values, c_nonzero,
-                                  zero_blocks, empty)
-        results[xp.__name__] = dict(empty=empty, zero_blocks=zero_blocks,
-            task_a=t.task_a, task_b=t.task_b, c_keys=t.c_keys, c_ptr=t.c_ptr,
-            c_bitmaps=c_bitmaps, c_offsets=c_offsets, c_nonzero=c_nonzero, c_values=c_values,
+            t.task_a, t.task_b, kept[3], kept[4], kept[1], kept[2], kept[5])
+        out = compact_mod.compact(kept[0], kept[1], kept[2], c_values, c_nonzero, zero_blocks)
+        results[xp.__name__] = dict(
+            empty=empty, zero_blocks=zero_blocks, task_a=t.task_a, task_b=t.task_b,
+            c_keys=t.c_keys, c_ptr=t.c_ptr, c_bitmaps=c_bitmaps, c_offsets=c_offsets,
+            c_first=kept[3], c_last=kept[4], c_nonzero=c_nonzero, c_values=c_values,
             keys=out[0], bitmaps=out[1], offsets=out[2], values=out[3])
     want, got = results["numpy"], results["cupy"]
     for key in want:

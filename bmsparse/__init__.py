@@ -10,8 +10,10 @@ from __future__ import annotations
 from ._format import BLOCK
 from ._matrix import BitmapMatrix
 from ._sputils import SUPPORTED_DTYPES
-from .spgemm import STAGES, spgemm
+from .io import mmread, mmwrite
+from .spgemm import STAGES, plan_slices, spgemm
 
 __version__ = "0.1.0"
 
-__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "spgemm"]
+__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "mmread", "mmwrite",
+           "plan_slices", "spgemm"]

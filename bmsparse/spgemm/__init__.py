@@ -98,7 +98,7 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
             # against free memory before the task list is allocated
             c, nslices = product(a, b, None if xp is np else slices.device_budget(xp, None)), 1
         except MemoryError:
-            slices._free_pool(a)
+            slices.free_pool(a)
             c, nslices = slices.sliced_product(a, b, product, slices.device_budget(xp, None),
                                                output)
     else:
@@ -121,8 +121,8 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, keep_zeros: bool,
     task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
                             nblocks_along(b.shape[1]), max_bytes)
     clock.lap("tasks")
-    c_bitmaps, c_offsets, empty_blocks = count.count(a.bitmaps, b.bitmaps, task_list.task_a,
-                                       task_list.task_b, task_list.c_ptr)
+    c_bitmaps, c_offsets, empty_blocks = count.count(
+        a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b, task_list.c_ptr)
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz = compact.drop_empty(
         task_list.c_keys, c_bitmaps, c_offsets, task_list.c_ptr, empty_blocks)
     clock.lap("count")

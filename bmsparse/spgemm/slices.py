@@ -105,7 +105,7 @@ def _run(a: BitmapMatrix, b: BitmapMatrix, first: int, last: int, product: Produ
     try:
         c = product(rows_of(a, first, last), b)
     except MemoryError:
-        _free_pool(a)
+        free_pool(a)
         middle = _row_boundary(a, first, last)
         if middle is None:
             key = a.keys[first:first + 1]
@@ -169,7 +169,8 @@ def concatenate(xp: Any, pieces: list[BitmapMatrix], shape: tuple[int, int],
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, shape, dtype, nnz)
 
 
-def _free_pool(a: BitmapMatrix) -> None:
+def free_pool(a: BitmapMatrix) -> None:
+    """Return CuPy's cached blocks to the device (before slicing after an OOM)."""
     if not isinstance(a.keys, np.ndarray):
         import cupy
 

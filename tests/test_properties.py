@@ -146,3 +146,27 @@ def test_product_of_disjoint_block_structure_has_no_empty_block(dtype, xp):
     c = spgemm(on(xp, a), on(xp, b))
     assert (c.nnz, c.nblocks) == (0, 0)
     c.check_format(full_check=True)
+
+
+@PROPERTY
+@given(m=dims, k=dims, n=dims, a_density=densities, b_density=densities,
+       rows_per_slice=st.integers(1, 6), seed=seeds)
+def test_sliced_product_is_the_unsliced_one_bit_for_bit(xp, m, k, n, a_density, b_density,
+                                                         rows_per_slice, seed):
+    from bmsparse.spgemm import tasks as tasks_mod
+
+    rng = np.random.default_rng(seed)
+    a = on(xp, BitmapMatrix(random_scipy((m, k), a_density, "float64", rng)))
+    b = on(xp, BitmapMatrix(random_scipy((k, n), b_density, "float64", rng)))
+    whole = spgemm(a, b).get()
+    # a budget of a few tasks per slice; a block row too large for it must
+    # raise MemoryError, never give a different result
+    budget = rows_per_slice * 8 * tasks_mod.BYTES_PER_TASK
+    try:
+        sliced = spgemm(a, b, max_memory=budget).get()
+    except MemoryError as exc:
+        assert "alone needs about" in str(exc)
+        return
+    for name in ("keys", "bitmaps", "offsets"):
+        np.testing.assert_array_equal(getattr(sliced, name), getattr(whole, name))
+    np.testing.assert_array_equal(sliced.values.view(np.uint64), whole.values.view(np.uint64))

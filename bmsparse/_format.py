@@ -69,11 +69,20 @@ def set_bits(bitmaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every set bit of host ``bitmaps``: (owner index, bit), in bit order, int64."""
     counts = popcount(bitmaps)
     owner = np.repeat(np.arange(bitmaps.shape[0], dtype=np.int64), counts)
-    if owner.size == 0:
-        return owner, np.zeros(0, dtype=np.int64)
-    as_bytes = bitmaps.astype("<u8").view(np.uint8).reshape(-1, 8)
-    bits = np.unpackbits(as_bytes, axis=1, bitorder="little").astype(bool)
-    return owner, np.nonzero(bits)[1].astype(np.int64)
+    bits = np.empty(owner.shape[0], dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    # peel the lowest set bit off every bitmap that has one left; the k-th
+    # round gives each bitmap its k-th bit, so the work is the number of bits
+    live = np.flatnonzero(bitmaps)
+    rest = bitmaps[live]
+    k = 0
+    while live.size:
+        lowest = rest & (~rest + np.uint64(1))
+        bits[starts[live] + k] = np.bitwise_count(lowest - np.uint64(1))
+        rest &= rest - np.uint64(1)
+        more = rest != 0
+        live, rest, k = live[more], rest[more], k + 1
+    return owner, bits
 
 
 def value_index(bitmaps: np.ndarray, bits: np.ndarray) -> np.ndarray:

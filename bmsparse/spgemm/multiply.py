@@ -14,6 +14,7 @@ import numpy as np
 from .. import _kernels
 from .._format import BLOCK_SHIFT, set_bits, value_index
 from .._sputils import get_array_module
+from .count import bool_product
 
 _KERNELS = "spgemm/multiply.cu"
 _kernels.register(_KERNELS, {"bmsparse_multiply_values": ("T",)})
@@ -82,6 +83,11 @@ def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_valu
     in_runs = np.repeat(c_first - np.cumsum(lengths) + lengths, lengths) + np.arange(
         lengths.sum())
     c_of_task[in_runs] = np.repeat(np.arange(lengths.shape[0], dtype=np.int64), lengths)
+    # only tasks with a term: in a run, with a non-empty Boolean product (most
+    # tasks of sparse blocks have none); task order is kept
+    live = np.flatnonzero(c_of_task >= 0)
+    live = live[bool_product(a_bitmaps[task_a[live]], b_bitmaps[task_b[live]]) != 0]
+    task_a, task_b, c_of_task = task_a[live], task_b[live], c_of_task[live]
     a_bm = a_bitmaps[task_a]
     term_task, a_bit = set_bits(a_bm)
     r, t = a_bit >> BLOCK_SHIFT, a_bit & 7

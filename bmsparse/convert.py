@@ -57,11 +57,17 @@ def check_coo(rows: Any, cols: Any, values: Any) -> None:
     if rows.shape != cols.shape:
         raise ValueError(f"rows and cols must have the same length, got "
                          f"{rows.shape[0]} and {cols.shape[0]}")
-    if values is not None:
-        if values.ndim != 1 or values.shape[0] != rows.shape[0]:
-            raise ValueError(f"values must be 1-D with one value per index, got shape "
-                             f"{values.shape} for {rows.shape[0]} indices")
-        check_dtype(values.dtype, "values dtype")
+    check_values(values, rows.shape[0])
+
+
+def check_values(values: Any, n: int) -> None:
+    """Values (or None, a pattern) must be 1-D, one per index, of a supported dtype."""
+    if values is None:
+        return
+    if values.ndim != 1 or values.shape[0] != n:
+        raise ValueError(f"values must be 1-D with one value per index, got shape "
+                         f"{values.shape} for {n} indices")
+    check_dtype(values.dtype, "values dtype")
 
 
 def coo_to_bitmap(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> Blocks:
@@ -116,8 +122,7 @@ def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]
     xp = get_array_module(indptr, indices, values)
     check_index("indptr", indptr)
     check_index("indices", indices)
-    if values is not None:
-        check_coo(indices, indices, values)
+    check_values(values, indices.shape[0])
     if indptr.shape != (shape[0] + 1,):
         raise ValueError(f"indptr must have length nrows + 1 = {shape[0] + 1}, "
                          f"got {indptr.shape[0]}")

@@ -49,3 +49,16 @@ def scipy_product(a, b) -> sp.csr_array:
     c.sum_duplicates()
     c.sort_indices()
     return c
+
+
+def spy_argsort(monkeypatch, module) -> list[int]:
+    """Record the length of every ``stable_argsort`` call made through ``module``."""
+    calls: list[int] = []
+    real = module.stable_argsort
+
+    def spy(xp, a):
+        calls.append(a.shape[0])
+        return real(xp, a)
+
+    monkeypatch.setattr(module, "stable_argsort", spy)
+    return calls

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 import bmsparse._sputils as sputils
 from bmsparse import convert
+from tests.helpers import spy_argsort
 
 TOP = 1 << 63
 ALL_ONES = (1 << 64) - 1
@@ -473,18 +474,6 @@ def corner_entries(shape):
             (0, 0, 5.0), (m - 1, n - 1, 10.0), (m - 2, n - 1, 6.0)]
 
 
-def spy_argsort(monkeypatch) -> list[int]:
-    calls: list[int] = []
-    real = convert.stable_argsort
-
-    def spy(xp, a):
-        calls.append(a.shape[0])
-        return real(xp, a)
-
-    monkeypatch.setattr(convert, "stable_argsort", spy)
-    return calls
-
-
 # The packed code holds block row, block column, bit (6) and entry number
 # (3 bits for the 7 corner entries): it fits while row_bits + col_bits <= 55.
 @pytest.mark.parametrize("shape,argsorts", [
@@ -497,7 +486,7 @@ def spy_argsort(monkeypatch) -> list[int]:
     ((2**35, 2**35), 2),             # the largest shape: block indices up to 2**32 - 1
 ], ids=["16x16", "64-bits", "65-bits-rows", "65-bits-cols", "2^32", "2^34", "max-dim"])
 def test_coo_to_bitmap_on_huge_shapes(shape, argsorts, xp, monkeypatch):
-    calls = spy_argsort(monkeypatch)
+    calls = spy_argsort(monkeypatch, convert)
     entries = corner_entries(shape)
     rows, cols, values = coo_arrays(xp, entries)
     want, want_values = brute_blocks(np.asarray([e[0] for e in entries]),
@@ -523,7 +512,7 @@ def test_coo_to_bitmap_sort_paths_agree(shape, argsorts, xp, monkeypatch):
     cols = rng.integers(0, 40, 2000)
     values = rng.integers(-4, 5, 2000).astype(np.float64)   # sums of duplicates are exact
     want = convert.coo_to_bitmap(rows, cols, values, (40, 40))   # the host, packed
-    calls = spy_argsort(monkeypatch)
+    calls = spy_argsort(monkeypatch, convert)
     got = convert.coo_to_bitmap(xp.asarray(rows), xp.asarray(cols), xp.asarray(values), shape)
     assert len(calls) == argsorts
     for g, w in zip(got, want):

@@ -16,6 +16,7 @@ import pytest
 
 from bmsparse import BitmapMatrix
 from bmsparse._format import nblocks_along
+from tests.helpers import spy_argsort
 
 # `import bmsparse.spgemm.tasks as tasks_mod` would not work: the attribute
 # bmsparse.spgemm is the function spgemm, re-exported by bmsparse/__init__.py
@@ -206,7 +207,7 @@ def test_tasks_by_hand(xp):
 ])
 def test_tasks_huge_block_indices(row_bound, col_bound, argsorts, xp, monkeypatch):
     monkeypatch.setattr(tasks_mod, "RANK_MAX_RUNS", 0)  # the GPU would merge without packing
-    calls = spy_argsort(monkeypatch)
+    calls = spy_argsort(monkeypatch, tasks_mod)
     top = row_bound - 1
     right = col_bound - 1
     # A: (top, LAST), (top, 0); B: (0, right), (LAST, 0), (LAST, right), with LAST = 2**32 - 1
@@ -222,25 +223,13 @@ def test_tasks_huge_block_indices(row_bound, col_bound, argsorts, xp, monkeypatc
     assert len(calls) == argsorts
 
 
-def spy_argsort(monkeypatch) -> list[int]:
-    calls: list[int] = []
-    real = tasks_mod.stable_argsort
-
-    def spy(xp, a):
-        calls.append(a.shape[0])
-        return real(xp, a)
-
-    monkeypatch.setattr(tasks_mod, "stable_argsort", spy)
-    return calls
-
-
 @pytest.mark.parametrize("name", WITH_TASKS)
 @pytest.mark.parametrize("bits", [0, 2])
 def test_packed_sort_and_argsort_give_the_same_tasks(name, bits, xp, monkeypatch):
     monkeypatch.setattr(tasks_mod, "RANK_MAX_RUNS", 0)  # the GPU's merge path needs no sort
     a, b = operands(name)
     args = task_args(xp, a, b)
-    calls = spy_argsort(monkeypatch)
+    calls = spy_argsort(monkeypatch, tasks_mod)
     packed = tasks_mod.tasks(*args)
     assert calls == []
     monkeypatch.setattr(tasks_mod, "PACKED_SORT_BITS", bits)

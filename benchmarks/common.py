@@ -91,6 +91,20 @@ def _version(module: str) -> str | None:
         return None
 
 
+def add_timing_args(p: Any) -> None:
+    """``--repeat`` and ``--warmup``, shared by the scripts."""
+    p.add_argument("--repeat", type=int, default=7, help="timed runs, median (default 7)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
+
+
+def check_timing_args(p: Any, args: Any) -> None:
+    """Refuse ``--repeat`` below 1 or a negative ``--warmup`` (argparse's error)."""
+    if args.repeat < 1:
+        p.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.warmup < 0:
+        p.error(f"--warmup must be non-negative, got {args.warmup}")
+
+
 def detect_device(force_cpu: bool = False) -> Device:
     """The GPU when CuPy sees one (and ``force_cpu`` is False), else the CPU path."""
     import platform

@@ -60,18 +60,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", metavar="NAME[,NAME]", help="run only these matrices")
     p.add_argument("--no-structured", action="store_true",
                    help="skip the structured matrices of ESC Table 3")
-    p.add_argument("--repeat", type=int, default=7, help="timed runs, median (default 7)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
+    common.add_timing_args(p)
     p.add_argument("--max-multiplies", type=float, default=None,
                    help="skip products with more multiplies (default: no limit on a GPU, "
                    f"{CPU_MAX_MULTIPLIES:,} on the CPU path)")
     p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
     p.add_argument("--json", metavar="FILE", help="write every row here")
     args = p.parse_args(argv)
-    if args.repeat < 1:
-        p.error(f"--repeat must be at least 1, got {args.repeat}")
-    if args.warmup < 0:
-        p.error(f"--warmup must be non-negative, got {args.warmup}")
+    common.check_timing_args(p, args)
     return args
 
 

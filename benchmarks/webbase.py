@@ -74,17 +74,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    f"{CPU_SCALE} on the CPU path)")
     p.add_argument("--seed", type=int, default=0, help="seed of the surrogate (default 0)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64")
-    p.add_argument("--repeat", type=int, default=7, help="timed runs, median (default 7)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
+    common.add_timing_args(p)
     p.add_argument("--no-scipy", action="store_true", help="skip scipy on the CPU")
     p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
     p.add_argument("--json", metavar="FILE", help="write every result here")
     p.add_argument("--plot", metavar="FILE.png", help="draw the breakdown and the comparison")
     args = p.parse_args(argv)
-    if args.repeat < 1:
-        p.error(f"--repeat must be at least 1, got {args.repeat}")
-    if args.warmup < 0:
-        p.error(f"--warmup must be non-negative, got {args.warmup}")
+    common.check_timing_args(p, args)
     if args.scale is not None and not (np.isfinite(args.scale) and args.scale > 0):
         p.error(f"--scale must be positive, got {args.scale}")
     return args
@@ -346,18 +342,11 @@ def main(argv: list[str] | None = None) -> int:
     # --- peers
     peers: list[common.PeerRun] = []
     keep_dtype = dtype.name
-    for dt in ("float32", "float64"):
-        if device.gpu:
-            peers.append(common.peer_cusparse(a, b, dt, repeat=repeat, warmup=warmup,
-                                              keep=dt == keep_dtype))
-        else:
-            peers.append(common.PeerRun("cuSPARSE", dt, error="no CUDA device (CPU path)"))
-    for dt in ("float32", "float64"):
-        if device.gpu:
-            peers.append(common.peer_torch(a, b, dt, repeat=repeat, warmup=warmup,
-                                           keep=dt == keep_dtype))
-        else:
-            peers.append(common.PeerRun("torch.sparse", dt, error="no CUDA device (CPU path)"))
+    for name, peer in (("cuSPARSE", common.peer_cusparse), ("torch.sparse", common.peer_torch)):
+        for dt in ("float32", "float64"):
+            peers.append(peer(a, b, dt, repeat=repeat, warmup=warmup, keep=dt == keep_dtype)
+                         if device.gpu else
+                         common.PeerRun(name, dt, error="no CUDA device (CPU path)"))
     if args.no_scipy:
         peers.append(common.PeerRun("scipy", dtype.name, memory="host",
                                     error="skipped (--no-scipy)"))

@@ -43,6 +43,10 @@ INDEX_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.int32), np.dtype(np.int64))
 #: the dtypes each template parameter is instantiated for
 PARAM_DTYPES: dict[str, tuple[np.dtype, ...]] = {"T": VALUE_DTYPES, "I": INDEX_DTYPES}
 
+#: semiring functors (``_cuda/semiring.cuh``) of the template parameter ``S``;
+#: a kernel with ``S`` is instantiated for the value dtypes each one supports
+SEMIRING_PARAM = "S"
+
 #: NVRTC options shared by every module. No fused multiply-add: a product
 #: then rounds as scipy's does, and since entries are summed in scipy's order
 #: (ascending inner index) sums that cancel exactly in scipy cancel here too
@@ -92,7 +96,7 @@ def register(path: str, templates: dict[str, tuple[str, ...]]) -> None:
 def registered() -> dict[str, dict[str, tuple[str, ...]]]:
     """Every registered file with its kernels (imports the stage modules)."""
     from . import _primitives, convert  # noqa: F401 - registration happens at import
-    from .spgemm import compact, count, multiply  # noqa: F401
+    from .spgemm import compact, count, multiply, tasks  # noqa: F401
 
     return dict(_REGISTRY)
 
@@ -101,7 +105,7 @@ def name_expression(name: str, params: tuple[str, ...], **types: Any) -> str:
     """C++ name expression, e.g. ``bmsparse_multiply_values<double>``."""
     if not params:
         return name
-    args = [CTYPES[np.dtype(types[p])] for p in params]
+    args = [types[p] if p == SEMIRING_PARAM else CTYPES[np.dtype(types[p])] for p in params]
     return f"{name}<{', '.join(args)}>"
 
 
@@ -109,9 +113,30 @@ def name_expressions(path: str) -> list[str]:
     """All name expressions instantiated from ``path``."""
     out = []
     for name, params in _REGISTRY[path].items():
-        for combo in itertools.product(*(PARAM_DTYPES[p] for p in params)):
-            out.append(name_expression(name, params, **dict(zip(params, combo))))
+        for combo in itertools.product(*(_param_values(p) for p in params)):
+            types = dict(zip(params, combo))
+            if _instantiated(types):
+                out.append(name_expression(name, params, **types))
     return out
+
+
+def _param_values(param: str) -> tuple[Any, ...]:
+    if param == SEMIRING_PARAM:
+        from .semiring import SEMIRINGS
+
+        return tuple(sorted({s.functor for s in SEMIRINGS.values() if s.functor}))
+    return PARAM_DTYPES[param]
+
+
+def _instantiated(types: dict[str, Any]) -> bool:
+    """False for a value dtype the kernel's semiring does not support."""
+    functor = types.get(SEMIRING_PARAM)
+    if functor is None or "T" not in types:
+        return True
+    from .semiring import SEMIRINGS
+
+    semiring = next(s for s in SEMIRINGS.values() if s.functor == functor)
+    return np.dtype(types["T"]) in semiring.dtypes
 
 
 def get_kernel(path: str, name: str, **types: Any) -> Any:
@@ -123,7 +148,8 @@ def get_kernel(path: str, name: str, **types: Any) -> Any:
     import cupy
 
     device = cupy.cuda.runtime.getDevice()
-    key = (path, name, device, *sorted((k, np.dtype(v).str) for k, v in types.items()))
+    key = (path, name, device, *sorted((k, v if k == SEMIRING_PARAM else np.dtype(v).str)
+                                       for k, v in types.items()))
     kernel = _FUNCTIONS.get(key)
     if kernel is None:
         module = _MODULES.get((path, device))

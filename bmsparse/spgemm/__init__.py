@@ -1,9 +1,10 @@
 """SpGEMM on bitmap blocks, in the paper's four stages.
 
 1. :func:`~bmsparse.spgemm.tasks.tasks` - pair blocks A(i, j) with B(j, k),
-   group the pairs by output key (i, k);
+   group the pairs by output key (i, k) (with a mask,
+   :func:`~bmsparse.spgemm.tasks.masked_tasks`: only pairs landing in it);
 2. :func:`~bmsparse.spgemm.count.count` - exact output bitmaps, offsets;
-3. :func:`~bmsparse.spgemm.multiply.multiply` - output values;
+3. :func:`~bmsparse.spgemm.multiply.multiply` - output values, in a semiring;
 4. :func:`~bmsparse.spgemm.compact.compact` - drop exact zeros.
 """
 
@@ -17,24 +18,42 @@ import numpy as np
 from .._format import nblocks_along
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module, matmul_mismatch, upcast
+from ..semiring import Semiring, get_semiring, plus_pair, plus_times
 from . import compact, count, multiply, slices, tasks
 
 #: names of the timed stages, in order
 STAGES = ("tasks", "count", "multiply", "compact")
 
 
-def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
+def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any = None,
+           complement: bool = False, dtype: Any = None, keep_zeros: bool = False,
            timings: dict[str, float] | None = None, max_memory: int | None = None,
            output: str = "device") -> BitmapMatrix:
-    """Sparse matrix product ``a @ b`` of two bitmap matrices.
+    """Sparse matrix product ``a @ b`` of two bitmap matrices, in a semiring.
 
     Parameters
     ----------
     a, b : BitmapMatrix, or anything BitmapMatrix accepts
         Both on the host or both on the same GPU; shapes (m, k) and (k, n).
+    semiring : str or Semiring
+        ``"plus_times"`` (the arithmetic product), ``"min_plus"``,
+        ``"max_plus"``, ``"max_times"``, ``"plus_pair"`` (counts of common
+        j), ``"lor_land"`` / ``"or_and"`` or ``"any_pair"`` (reachability:
+        a bool pattern C, from the bitmaps alone). See :mod:`bmsparse.semiring`.
+    mask : BitmapMatrix, or anything BitmapMatrix accepts, optional
+        Structural mask of shape (m, n): only the entries where it has an
+        entry (stored zeros included) are computed; pairs that land only
+        outside it are never generated.
+    complement : bool
+        Compute only the entries where ``mask`` has none.
+    dtype : dtype, optional
+        dtype of C: the operands' values are cast to it (default: NumPy's
+        promotion of theirs). For ``plus_pair`` the count dtype, int64 by
+        default or int32.
     keep_zeros : bool
         Keep output entries that summed to exactly zero (scipy drops them,
-        and so does the default).
+        and so does the default ``plus_times``; other semirings keep every
+        entry their structure has).
     timings : dict, optional
         Filled with the milliseconds spent in each stage (``STAGES``),
         measured with CUDA events on the GPU and a host clock on the CPU,
@@ -57,9 +76,11 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
     Raises
     ------
     ValueError
-        The inner dimensions differ, or ``output`` is unknown.
+        The inner dimensions differ, the mask's shape is not (m, n), the
+        semiring is unknown, or ``output`` is unknown.
     TypeError
-        One operand on the host and one on the GPU, or an unsupported dtype.
+        One operand on the host and one on the GPU, or a dtype the semiring
+        does not support.
     MemoryError
         One block row of A alone does not fit (the message says how much it
         needed and how much was available).
@@ -77,14 +98,19 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
         raise matmul_mismatch(a.shape, b.shape)
     if output not in ("device", "host"):
         raise ValueError(f"output must be 'device' or 'host', got {output!r}")
-    xp = get_array_module(a.keys, b.keys)
-    dtype = upcast(a.dtype, b.dtype)
-    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    sr = get_semiring(semiring)
+    m = _check_mask(mask, (a.shape[0], b.shape[1]))
+    xp = get_array_module(a.keys, b.keys, None if m is None else m.keys)
+    sr, dtype = _result_type(sr, a.dtype, b.dtype, dtype)
+    if sr.reads_values:
+        a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    drop_zeros = sr is plus_times and not keep_zeros
 
     def product(a_part: BitmapMatrix, b_part: BitmapMatrix,
                 max_bytes: int | None = None) -> BitmapMatrix:
         stage_ms: dict[str, float] | None = {} if timings is not None else None
-        c = _product(a_part, b_part, keep_zeros, stage_ms, max_bytes)
+        c = _product(a_part, b_part, sr, dtype, _mask_rows(m, a_part, a), complement,
+                     drop_zeros, stage_ms, max_bytes)
         if timings is not None:
             for stage, ms in stage_ms.items():
                 timings[stage] = timings.get(stage, 0.0) + ms
@@ -109,38 +135,134 @@ def spgemm(a: Any, b: Any, *, keep_zeros: bool = False,
     return c
 
 
-def _product(a: BitmapMatrix, b: BitmapMatrix, keep_zeros: bool,
+def _result_type(sr: Semiring, a_dtype: np.dtype, b_dtype: np.dtype,
+                 dtype: Any) -> tuple[Semiring, np.dtype]:
+    """The semiring actually run and C's dtype; TypeError if it does not support it."""
+    if sr.structural:
+        return sr, np.dtype(bool)
+    if sr is plus_pair:
+        dtype = np.dtype(np.int64) if dtype is None else np.dtype(dtype)
+    else:
+        dtype = upcast(a_dtype, b_dtype) if dtype is None else np.dtype(dtype)
+        if sr is plus_times and dtype == np.bool_:
+            return get_semiring("lor_land"), dtype  # bool @ bool: the Boolean product
+    if dtype not in sr.dtypes:
+        raise TypeError(f"semiring {sr.name} does not support dtype {dtype.name}; supported: "
+                        f"{', '.join(d.name for d in sr.dtypes)}")
+    return sr, dtype
+
+
+def _check_mask(mask: Any, shape: tuple[int, int]) -> BitmapMatrix | None:
+    if mask is None:
+        return None
+    m = mask if isinstance(mask, BitmapMatrix) else BitmapMatrix(mask)
+    if m.shape != shape:
+        raise ValueError(f"mask shape {m.shape} does not match the product's {shape}")
+    return m
+
+
+def _mask_rows(m: BitmapMatrix | None, a_part: BitmapMatrix,
+               a: BitmapMatrix) -> BitmapMatrix | None:
+    """The mask's blocks in the block rows of a slice of A (all of it when unsliced)."""
+    if m is None or a_part is a or a_part.nblocks == 0:
+        return m
+    xp = get_array_module(m.keys)
+    shift = xp.uint64(32)
+    first, last = a_part.keys[:1] >> shift, a_part.keys[-1:] >> shift
+    lo = xp.searchsorted(m.keys, first << shift, side="left")
+    hi = xp.searchsorted(m.keys, (last << shift) | xp.uint64(0xFFFFFFFF), side="right")
+    lo, hi = (int(v) for v in xp.concatenate([lo, hi]).tolist())  # sync: the mask's range
+    return slices.rows_of(m, lo, hi)
+
+
+def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
+             mask: BitmapMatrix | None, complement: bool, drop_zeros: bool,
              timings: dict[str, float] | None, max_bytes: int | None = None) -> BitmapMatrix:
-    """The four stages on operands of one dtype; MemoryError if the task list
-    alone would need more than ``max_bytes``."""
+    """The four stages; MemoryError if the task list alone would need more than
+    ``max_bytes``."""
     xp = get_array_module(a.keys, b.keys)
-    dtype = a.dtype
     shape = (a.shape[0], b.shape[1])
     clock = _StageClock(xp, timings)
 
-    task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
-                            nblocks_along(b.shape[1]), max_bytes)
+    task_list, c_allowed = _task_list(a, b, mask, complement, max_bytes)
     clock.lap("tasks")
     c_bitmaps, c_offsets, empty_blocks = count.count(
-        a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b, task_list.c_ptr)
+        a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b, task_list.c_ptr, c_allowed)
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz = compact.drop_empty(
         task_list.c_keys, c_bitmaps, c_offsets, task_list.c_ptr, empty_blocks)
     clock.lap("count")
-    if dtype == np.bool_:
+    if sr.structural:
         clock.lap("multiply")
         clock.lap("compact")
         clock.finish()
         return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape, nnz=nnz)
     c_values, c_nonzero, zero_blocks = multiply.multiply(
         a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, task_list.task_a,
-        task_list.task_b, c_first, c_last, c_bitmaps, c_offsets, nnz)
+        task_list.task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, sr, dtype)
     clock.lap("multiply")
-    if not keep_zeros:
+    if drop_zeros:
         c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
             c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)
+
+
+def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,
+               complement: bool, max_bytes: int | None) -> tuple[tasks.TaskList, Any]:
+    """The task list and the bits each output block may have (None: all)."""
+    if mask is None:
+        return tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
+                           nblocks_along(b.shape[1]), max_bytes), None
+    if not complement:
+        # the output blocks are the mask's, in its order
+        return tasks.masked_tasks(a.keys, b.keys, mask.keys, max_bytes), mask.bitmaps
+    task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
+                            nblocks_along(b.shape[1]), max_bytes)
+    return task_list, count.allowed_bits(task_list.c_keys, mask.keys, mask.bitmaps, True)
+
+
+def masked_pair_sum(a: Any, b: Any, mask: Any) -> int:
+    """Sum of ``plus_pair(A @ B)`` over the entries of ``mask``, without forming C.
+
+    That is the number of (i, j, k) with A[i, j], B[j, k] and mask[i, k] all
+    present. With L the strictly lower triangle of an undirected graph's
+    adjacency, ``masked_pair_sum(L, L, L)`` is its number of triangles.
+
+    Parameters
+    ----------
+    a, b, mask : BitmapMatrix, or anything BitmapMatrix accepts
+        Shapes (m, k), (k, n), (m, n); structure only (values are ignored).
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Pairs are generated from the mask's blocks (:func:`tasks.masked_tasks`)
+    and each contributes ``popcount`` of its 8 masked rank-1 products.
+    Exact (integer) and deterministic. Syncs twice.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bmsparse import BitmapMatrix
+    >>> from bmsparse.spgemm import masked_pair_sum
+    >>> L = BitmapMatrix(np.tril(np.ones((4, 4), dtype=bool), -1))  # K4
+    >>> masked_pair_sum(L, L, L)
+    4
+    """
+    a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
+    b = b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)
+    if a.shape[1] != b.shape[0]:
+        raise matmul_mismatch(a.shape, b.shape)
+    m = _check_mask(mask, (a.shape[0], b.shape[1]))
+    get_array_module(a.keys, b.keys, m.keys)  # TypeError for a host/device mix
+    task_list = tasks.masked_tasks(a.keys, b.keys, m.keys)
+    c_pairs = count.pair_counts(a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b,
+                                task_list.c_ptr, m.bitmaps)
+    return int(c_pairs.sum()) if c_pairs.shape[0] else 0  # sync: the count
 
 
 class _StageClock:
@@ -181,4 +303,4 @@ class _StageClock:
 
 plan_slices = slices.plan_slices
 
-__all__ = ["STAGES", "plan_slices", "spgemm"]
+__all__ = ["STAGES", "masked_pair_sum", "plan_slices", "spgemm"]

@@ -17,10 +17,43 @@
 //   unsigned long long empty_blocks[1] - out: incremented for each empty bitmap (the
 //                                      pairs of a block can all have empty products)
 //
+// bmsparse_count_masked_bitmaps takes one more argument and keeps only the
+// bits a mask allows:
+//   u64       c_allowed[c_nblocks]   - bits output block q may have (the mask's
+//                                      bitmap, or its complement)
+//
+// bmsparse_count_pairs counts instead of ORing (the masked plus_pair sum,
+// e.g. triangles, without materialising C):
+//   u64       c_allowed[c_nblocks]   - as above
+//   long long c_pairs[c_nblocks]     - out: number of (r, t, c) with A(i, j)[r, t],
+//                                      B(j, k)[t, c] and bit (r, c) allowed, over
+//                                      the block's pairs
+//
 // Launch: one thread per output block, 1-D grid.
-// Work: O(ntasks) bitwise operations. Deterministic (no atomics).
+// Work: O(ntasks) bitwise operations. Deterministic (integer atomics only).
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
+
+__device__ __forceinline__ u64 or_of_products(
+    const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ task_a, const long long* __restrict__ task_b,
+    long long first, long long last)
+{
+    u64 bitmap = 0;
+    for (long long t = first; t < last; ++t) {
+        bitmap |= bool_product(a_bitmaps[task_a[t]], b_bitmaps[task_b[t]]);
+    }
+    return bitmap;
+}
+
+__device__ __forceinline__ void store_bitmap(
+    long long q, u64 bitmap, u64* __restrict__ c_bitmaps, long long* __restrict__ c_nnz,
+    unsigned long long* __restrict__ empty_blocks)
+{
+    c_bitmaps[q] = bitmap;
+    c_nnz[q] = __popcll(bitmap);
+    if (!bitmap) atomicAdd(empty_blocks, 1ull);
+}
 
 extern "C" __global__ void bmsparse_count_bitmaps(
     const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
@@ -31,11 +64,45 @@ extern "C" __global__ void bmsparse_count_bitmaps(
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
-    u64 bitmap = 0;
-    for (long long t = c_ptr[q]; t < c_ptr[q + 1]; ++t) {
-        bitmap |= bool_product(a_bitmaps[task_a[t]], b_bitmaps[task_b[t]]);
+    const u64 bitmap = or_of_products(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr[q], c_ptr[q + 1]);
+    store_bitmap(q, bitmap, c_bitmaps, c_nnz, empty_blocks);
+}
+
+extern "C" __global__ void bmsparse_count_masked_bitmaps(
+    const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ task_a, const long long* __restrict__ task_b,
+    const long long* __restrict__ c_ptr, const u64* __restrict__ c_allowed, long long c_nblocks,
+    u64* __restrict__ c_bitmaps, long long* __restrict__ c_nnz,
+    unsigned long long* __restrict__ empty_blocks)
+{
+    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= c_nblocks) return;
+    const u64 allowed = c_allowed[q];
+    const u64 bitmap = allowed ? or_of_products(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr[q],
+                                                c_ptr[q + 1]) & allowed
+                               : 0;
+    store_bitmap(q, bitmap, c_bitmaps, c_nnz, empty_blocks);
+}
+
+extern "C" __global__ void bmsparse_count_pairs(
+    const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ task_a, const long long* __restrict__ task_b,
+    const long long* __restrict__ c_ptr, const u64* __restrict__ c_allowed, long long c_nblocks,
+    long long* __restrict__ c_pairs)
+{
+    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= c_nblocks) return;
+    const u64 allowed = c_allowed[q];
+    long long pairs = 0;
+    for (long long p = c_ptr[q]; allowed && p < c_ptr[q + 1]; ++p) {
+        const u64 a = a_bitmaps[task_a[p]], b = b_bitmaps[task_b[p]];
+        // term t: rows r with A(r, t) times columns c with B(t, c), inside the mask
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+            const u64 a_col = ((a >> t) & BMSPARSE_LOW_BITS) * 0xffull;
+            const u64 b_row = ((b >> (t << 3)) & 0xffull) * BMSPARSE_LOW_BITS;
+            pairs += __popcll(a_col & b_row & allowed);
+        }
     }
-    c_bitmaps[q] = bitmap;
-    c_nnz[q] = __popcll(bitmap);
-    if (!bitmap) atomicAdd(empty_blocks, 1ull);
+    c_pairs[q] = pairs;
 }

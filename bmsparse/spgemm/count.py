@@ -17,13 +17,15 @@ from .._primitives import exclusive_scan
 from .._sputils import get_array_module
 
 _KERNELS = "spgemm/count.cu"
-_kernels.register(_KERNELS, {"bmsparse_count_bitmaps": ()})
+_kernels.register(_KERNELS, {"bmsparse_count_bitmaps": (),
+                             "bmsparse_count_masked_bitmaps": (),
+                             "bmsparse_count_pairs": ()})
 
 _LOW_BITS = np.uint64(0x0101010101010101)
 
 
 def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
-          c_ptr: Any) -> tuple[Any, Any, Any]:
+          c_ptr: Any, c_allowed: Any = None) -> tuple[Any, Any, Any]:
     """Bitmaps and value offsets of the output blocks.
 
     Parameters
@@ -33,6 +35,8 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
         Tasks grouped by output block (see ``tasks``).
     c_ptr : int64 [c_nblocks + 1]
         Run boundaries of each output block's tasks.
+    c_allowed : uint64 [c_nblocks], optional
+        The bits each output block may have (a mask, see :func:`allowed_bits`).
 
     Returns
     -------
@@ -43,29 +47,83 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
         Number of empty output bitmaps: a block's pairs can all have empty
         Boolean products, and such blocks must be dropped.
     """
-    xp = get_array_module(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
+    xp = get_array_module(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed)
     if xp is np:
         c_bitmaps = _count_numpy(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
+        if c_allowed is not None:
+            c_bitmaps &= c_allowed
         c_nnz = popcount(c_bitmaps)
         empty_blocks = np.array([np.count_nonzero(c_bitmaps == 0)], dtype=np.uint64)
     else:
         c_bitmaps, c_nnz, empty_blocks = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b,
-                                                     c_ptr)
+                                                     c_ptr, c_allowed)
     return c_bitmaps, exclusive_scan(xp, c_nnz), empty_blocks
 
 
 def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
-                c_ptr: Any) -> tuple[Any, Any]:
+                c_ptr: Any, c_allowed: Any) -> tuple[Any, Any, Any]:
     import cupy
 
     c_nblocks = c_ptr.shape[0] - 1
     c_bitmaps = cupy.empty(c_nblocks, dtype=cupy.uint64)
     c_nnz = cupy.empty(c_nblocks, dtype=cupy.int64)
     empty_blocks = cupy.zeros(1, dtype=cupy.uint64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_bitmaps")
-    _kernels.launch(kernel, c_nblocks, (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
-                                        c_nblocks, c_bitmaps, c_nnz, empty_blocks))
+    if c_allowed is None:
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_bitmaps")
+        args = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
+    else:
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_masked_bitmaps")
+        args = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed)
+    _kernels.launch(kernel, c_nblocks, (*args, c_nblocks, c_bitmaps, c_nnz, empty_blocks))
     return c_bitmaps, c_nnz, empty_blocks
+
+
+def allowed_bits(c_keys: Any, m_keys: Any, m_bitmaps: Any, complement: bool) -> Any:
+    """The bits (uint64 [c_nblocks]) a structural mask lets each output block have.
+
+    Parameters
+    ----------
+    c_keys : uint64 [c_nblocks]
+        Output block keys, increasing.
+    m_keys, m_bitmaps : uint64 [m_nblocks]
+        The mask's blocks.
+    complement : bool
+        Allow the bits the mask does not have instead.
+    """
+    xp = get_array_module(c_keys, m_keys, m_bitmaps)
+    if m_keys.shape[0] == 0:
+        value = np.uint64(0xFFFFFFFFFFFFFFFF) if complement else np.uint64(0)
+        return xp.full(c_keys.shape[0], value, dtype=xp.uint64)
+    pos = xp.minimum(xp.searchsorted(m_keys, c_keys), m_keys.shape[0] - 1)
+    bits = xp.where(m_keys[pos] == c_keys, m_bitmaps[pos], xp.uint64(0))
+    # bits outside the shape are never set by a product, so ~ needs no clipping
+    return ~bits if complement else bits
+
+
+def pair_counts(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr: Any,
+                c_allowed: Any) -> Any:
+    """Per output block, the number of (r, t, c) with A[r, t], B[t, c] and (r, c) allowed.
+
+    Parameters
+    ----------
+    a_bitmaps, b_bitmaps, task_a, task_b, c_ptr
+        As for :func:`count`.
+    c_allowed : uint64 [c_nblocks]
+
+    Returns
+    -------
+    int64 [c_nblocks]
+        The masked ``plus_pair`` sums of the blocks, without their values.
+    """
+    xp = get_array_module(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed)
+    c_nblocks = c_ptr.shape[0] - 1
+    if xp is np:
+        return _pair_counts_numpy(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed)
+    c_pairs = xp.empty(c_nblocks, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_pairs")
+    _kernels.launch(kernel, c_nblocks, (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed,
+                                        c_nblocks, c_pairs))
+    return c_pairs
 
 
 def bool_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -76,6 +134,21 @@ def bool_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         b_row = ((b >> np.uint64(BLOCK * t)) & np.uint64(0xFF)) * _LOW_BITS
         c |= a_col & b_row
     return c
+
+
+def _pair_counts_numpy(a_bitmaps: np.ndarray, b_bitmaps: np.ndarray, task_a: np.ndarray,
+                       task_b: np.ndarray, c_ptr: np.ndarray,
+                       c_allowed: np.ndarray) -> np.ndarray:
+    owner = np.repeat(np.arange(c_ptr.shape[0] - 1), np.diff(c_ptr))
+    a, b, allowed = a_bitmaps[task_a], b_bitmaps[task_b], c_allowed[owner]
+    pairs = np.zeros(task_a.shape[0], dtype=np.int64)
+    for t in range(BLOCK):  # the 8 inner indices of one block, not the data
+        a_col = ((a >> np.uint64(t)) & _LOW_BITS) * np.uint64(0xFF)
+        b_row = ((b >> np.uint64(BLOCK * t)) & np.uint64(0xFF)) * _LOW_BITS
+        pairs += popcount(a_col & b_row & allowed)
+    c_pairs = np.zeros(c_ptr.shape[0] - 1, dtype=np.int64)
+    np.add.at(c_pairs, owner, pairs)  # bincount's weights would round above 2**53
+    return c_pairs
 
 
 def _count_numpy(a_bitmaps: np.ndarray, b_bitmaps: np.ndarray, task_a: np.ndarray,

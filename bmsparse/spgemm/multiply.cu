@@ -1,10 +1,11 @@
 // multiply.cu - stage 3 of SpGEMM: the values of every output block.
 //
-// Each output entry C(8i + r, 8k + c) is
-//     sum over the pairs (A(i, j), B(j, k)) of the block, in task order,
-//       sum over t in row_bits(A(i, j), r) & col_bits(B(j, k), c), ascending,
-//         A(i, j)[r, t] * B(j, k)[t, c]
+// Each output entry C(8i + r, 8k + c) is, for the semiring S (semiring.cuh)
+//     S-sum over the pairs (A(i, j), B(j, k)) of the block, in task order,
+//       S-sum over t in row_bits(A(i, j), r) & col_bits(B(j, k), c), ascending,
+//         S-mul(A(i, j)[r, t], B(j, k)[t, c])
 // and is written straight to its final place, c_offsets[q] + value_index.
+// With plus_times that is the sum of products, in scipy's order.
 // The structure (c_bitmaps) is exact from the count stage, and a row only
 // visits the entries (r, t) that A holds: the work follows the real
 // multiplies (times the 8 predicated columns), not 8x8x8 per pair. No FMA
@@ -13,7 +14,7 @@
 // Arguments (csr.h style):
 //   u64       a_bitmaps[a_nblocks]   - bitmaps of A
 //   long long a_offsets[a_nblocks+1] - value offsets of A's blocks
-//   T         a_values[a_nnz]        - values of A
+//   T         a_values[a_nnz]        - values of A (not read when !S::reads_values)
 //   u64       b_bitmaps[b_nblocks], long long b_offsets[b_nblocks+1], T b_values[b_nnz] - B
 //   long long task_a[ntasks], task_b[ntasks] - pairs, grouped by output block
 //   long long c_first[c_nblocks], c_last[c_nblocks] - tasks of output block q:
@@ -36,6 +37,7 @@
 // an integer count).
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
+#include "../_cuda/semiring.cuh"
 
 #ifndef BMSPARSE_MULTIPLY_THREADS
 #define BMSPARSE_MULTIPLY_THREADS 128
@@ -44,7 +46,7 @@
 // 12 blocks of 128 threads per multiprocessor caps registers at 40: measured
 // on an H200, 12% faster than 48 registers on the WebBase surrogate and 16%
 // on the 3D 27-point matrix, despite a few spilled bytes
-template <typename T>
+template <typename T, typename S>
 __global__ void __launch_bounds__(BMSPARSE_MULTIPLY_THREADS, 12) bmsparse_multiply_values(
     const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
     const T* __restrict__ a_values,
@@ -66,7 +68,7 @@ __global__ void __launch_bounds__(BMSPARSE_MULTIPLY_THREADS, 12) bmsparse_multip
     const unsigned int c_row = row_bits(c_bm, r);
     T acc[8];
 #pragma unroll
-    for (int c = 0; c < 8; ++c) acc[c] = T(0);
+    for (int c = 0; c < 8; ++c) acc[c] = S::template identity<T>();
     if (c_row) {
         for (long long p = c_first[q]; p < c_last[q]; ++p) {
             const long long ia = task_a[p];
@@ -75,6 +77,17 @@ __global__ void __launch_bounds__(BMSPARSE_MULTIPLY_THREADS, 12) bmsparse_multip
             if (!a_row) continue;
             const long long ib = task_b[p];
             const u64 b_bm = b_bitmaps[ib];
+            if constexpr (!S::reads_values) {
+                while (a_row) {
+                    const unsigned int b_row = row_bits(b_bm, __ffs(a_row) - 1);
+                    a_row &= a_row - 1u;
+#pragma unroll
+                    for (int c = 0; c < 8; ++c) {
+                        if ((b_row >> c) & 1u) acc[c] = S::add(acc[c], T(1));
+                    }
+                }
+                continue;
+            }
             const T* a_val = a_values + a_offsets[ia] + value_index(a_bm, bit_of(r, 0));
             const T* b_blk = b_values + b_offsets[ib];
             while (a_row) {
@@ -85,7 +98,7 @@ __global__ void __launch_bounds__(BMSPARSE_MULTIPLY_THREADS, 12) bmsparse_multip
                 const T* b_val = b_blk + value_index(b_bm, bit_of(t, 0));
 #pragma unroll
                 for (int c = 0; c < 8; ++c) {
-                    if ((b_row >> c) & 1u) acc[c] += av * *b_val++;
+                    if ((b_row >> c) & 1u) acc[c] = S::add(acc[c], S::mul(av, *b_val++));
                 }
             }
         }

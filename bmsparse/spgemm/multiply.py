@@ -14,23 +14,26 @@ import numpy as np
 from .. import _kernels
 from .._format import BLOCK_SHIFT, set_bits, value_index
 from .._sputils import get_array_module
+from ..semiring import Semiring, plus_times
 from .count import bool_product
 
 _KERNELS = "spgemm/multiply.cu"
-_kernels.register(_KERNELS, {"bmsparse_multiply_values": ("T",)})
+_kernels.register(_KERNELS, {"bmsparse_multiply_values": ("T", "S")})
 _THREADS = 128  # BMSPARSE_MULTIPLY_THREADS
 
 
 def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
              b_bitmaps: Any, b_offsets: Any, b_values: Any,
              task_a: Any, task_b: Any, c_first: Any, c_last: Any,
-             c_bitmaps: Any, c_offsets: Any, nnz: int) -> tuple[Any, Any, Any]:
+             c_bitmaps: Any, c_offsets: Any, nnz: int, semiring: Semiring = plus_times,
+             dtype: Any = None) -> tuple[Any, Any, Any]:
     """Values of the output blocks and which of them are non-zero.
 
     Parameters
     ----------
     a_bitmaps, a_offsets, a_values : uint64 [a_nblocks], int64 [a_nblocks + 1], T [a_nnz]
     b_bitmaps, b_offsets, b_values : likewise for B (same dtype T)
+        The values may be None for a semiring that does not read them.
     task_a, task_b : int64 [ntasks]
     c_first, c_last : int64 [c_nblocks]
         Task run ``[c_first[q], c_last[q])`` of output block q.
@@ -38,6 +41,10 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     c_offsets : int64 [c_nblocks + 1]
     nnz : int
         ``c_offsets[-1]``, already on the host.
+    semiring : Semiring
+        Any but the structural ones (whose C has no values).
+    dtype : dtype, optional
+        T, when the semiring does not read values; else ``a_values.dtype``.
 
     Returns
     -------
@@ -48,23 +55,28 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
         Number of blocks with a value that is exactly zero (0: no value to drop).
     """
     xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, task_a, c_bitmaps)
+    dtype = np.dtype(a_values.dtype if semiring.reads_values else dtype)
+    if not semiring.reads_values:
+        a_values = b_values = xp.empty(0, dtype=dtype)
     if xp is np:
         return _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
                                b_values, task_a, task_b, c_first, c_last, c_bitmaps,
-                               c_offsets, nnz)
+                               c_offsets, nnz, semiring)
     return _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                          task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz)
+                          task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz,
+                          semiring)
 
 
 def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                   task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz):
+                   task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, semiring):
     import cupy
 
     c_nblocks = c_bitmaps.shape[0]
     c_values = cupy.empty(nnz, dtype=a_values.dtype)
     c_nonzero = cupy.empty(c_nblocks, dtype=cupy.uint64)
     zero_blocks = cupy.zeros(1, dtype=cupy.uint64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype,
+                                 S=semiring.functor)
     _kernels.launch(kernel, 8 * c_nblocks, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
         task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero,
@@ -74,7 +86,7 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
 
 @np.errstate(invalid="ignore", over="ignore")  # inf * 0 is NaN, as in scipy, silently
 def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                    task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz):
+                    task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, semiring):
     # Enumerate every product term (task p, A entry (r, t), B entry (t, c))
     # in the kernel's order: by task, then A bit, then B bit. Tasks outside
     # every run (of blocks dropped as empty) have empty products: no term.
@@ -101,13 +113,30 @@ def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_valu
     a_pos = a_offsets[ia] + value_index(a_bitmaps[ia], (r << BLOCK_SHIFT) | t)
     b_pos = b_offsets[ib] + value_index(b_bitmaps[ib], (t << BLOCK_SHIFT) | c_col)
     q = c_of_task[term_task]
-    c_pos = c_offsets[q] + value_index(c_bitmaps[q], (r << BLOCK_SHIFT) | c_col)
-    # add.at accumulates in array order, which is the kernel's (task, t) order
-    c_values = np.zeros(nnz, dtype=a_values.dtype)
-    np.add.at(c_values, c_pos, a_values[a_pos] * b_values[b_pos])
+    c_bit = (r << BLOCK_SHIFT) | c_col
+    # a mask can leave bits of a product out of C: their terms are not computed
+    kept = ((c_bitmaps[q] >> c_bit.astype(np.uint64)) & np.uint64(1)).astype(bool)
+    a_pos, b_pos, q, c_bit = a_pos[kept], b_pos[kept], q[kept], c_bit[kept]
+    c_pos = c_offsets[q] + value_index(c_bitmaps[q], c_bit)
+    # ufunc.at accumulates in array order, which is the kernel's (task, t) order
+    c_values = np.full(nnz, semiring.identity(a_values.dtype), dtype=a_values.dtype)
+    _MONOIDS[semiring.monoid].at(c_values, c_pos, _terms(semiring, a_values, a_pos, b_values,
+                                                         b_pos))
     c_nonzero = _nonzero_bits(c_bitmaps, c_offsets, c_values)
     zero_blocks = np.array([np.count_nonzero(c_nonzero != c_bitmaps)], dtype=np.uint64)
     return c_values, c_nonzero, zero_blocks
+
+
+_MONOIDS = {"plus": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def _terms(semiring: Semiring, a_values: np.ndarray, a_pos: np.ndarray,
+           b_values: np.ndarray, b_pos: np.ndarray) -> np.ndarray:
+    """``mul(A entry, B entry)`` of every product term."""
+    if semiring.binaryop == "pair":
+        return np.ones(a_pos.shape[0], dtype=a_values.dtype)
+    a, b = a_values[a_pos], b_values[b_pos]
+    return a * b if semiring.binaryop == "times" else a + b
 
 
 def _nonzero_bits(c_bitmaps: np.ndarray, c_offsets: np.ndarray,

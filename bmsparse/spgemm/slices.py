@@ -96,7 +96,8 @@ def sliced_product(a: BitmapMatrix, b: BitmapMatrix, product: Product, max_memor
         _run(a, b, first, last, product, output, pieces)
     xp = np if output == "host" else get_array_module(a.keys)
     count = len(pieces)
-    return concatenate(xp, pieces, (a.shape[0], b.shape[1]), a.dtype), count
+    # the product's dtype, which a semiring can make differ from A's
+    return concatenate(xp, pieces, (a.shape[0], b.shape[1]), pieces[0].dtype), count
 
 
 def _run(a: BitmapMatrix, b: BitmapMatrix, first: int, last: int, product: Product,

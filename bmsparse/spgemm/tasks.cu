@@ -290,3 +290,94 @@ extern "C" __global__ void bmsparse_tasks_key_heads(
     if (s >= ntasks) return;
     heads[s] = (s == 0 || keys[s - 1] != keys[s]) ? 1 : 0;
 }
+
+// ---- masked task lists: pairs generated from the mask's blocks ---------------
+//
+// With a structural mask M, output block (i, k) can only be one of M's
+// blocks, so the pairs are found from them (a masked inner product) and no
+// pair that lands outside M is ever generated: A's block row i and B's block
+// column k, both sorted by j, are intersected by walking the shorter and
+// searching the longer. B's column order is bt_keys = B's keys with their
+// halves swapped (k << 32 | j), sorted, and b_order maps it back to B.
+//
+//   u64       m_keys[m_nblocks]       - mask block keys, increasing
+//   u64       a_keys[a_nblocks]       - keys of A
+//   u64       bt_keys[b_nblocks]      - swapped keys of B, increasing
+//   long long b_order[b_nblocks]      - B block of each bt_keys entry
+//   long long counts[m_nblocks]       - out (count): pairs of each mask block
+//   long long ends[m_nblocks]         - inclusive scan of counts
+//   long long task_a[ntasks], task_b[ntasks] - out (pairs): the pairs, by mask
+//                                       block, ascending j within one
+
+// first index in sorted keys[0, n) whose value is > x
+__device__ __forceinline__ long long upper_bound(const u64* keys, long long n, u64 x) {
+    long long lo = 0, hi = n;
+    while (lo < hi) {
+        const long long mid = (lo + hi) >> 1;
+        if (keys[mid] <= x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// calls emit(x, y) for every A block x of row `row` and bt_keys entry y of
+// column `col` with the same j, in ascending j
+template <typename Emit>
+__device__ __forceinline__ void intersect_row_col(
+    const u64* __restrict__ a_keys, long long a_nblocks,
+    const u64* __restrict__ bt_keys, long long b_nblocks, u64 row, u64 col, Emit emit)
+{
+    const u64 a_first_key = row << 32, b_first_key = col << 32;
+    const long long a0 = lower_bound(a_keys, a_nblocks, a_first_key);
+    const long long a1 = upper_bound(a_keys, a_nblocks, a_first_key | 0xffffffffull);
+    const long long b0 = lower_bound(bt_keys, b_nblocks, b_first_key);
+    const long long b1 = upper_bound(bt_keys, b_nblocks, b_first_key | 0xffffffffull);
+    if (a1 - a0 <= b1 - b0) {
+        long long y = b0;
+        for (long long x = a0; x < a1 && y < b1; ++x) {
+            const u64 want = b_first_key | block_col(a_keys[x]);
+            y += lower_bound(bt_keys + y, b1 - y, want);
+            if (y < b1 && bt_keys[y] == want) emit(x, y);
+        }
+    } else {
+        long long x = a0;
+        for (long long y = b0; y < b1 && x < a1; ++y) {
+            const u64 want = a_first_key | block_col(bt_keys[y]);
+            x += lower_bound(a_keys + x, a1 - x, want);
+            if (x < a1 && a_keys[x] == want) emit(x, y);
+        }
+    }
+}
+
+extern "C" __global__ void bmsparse_tasks_masked_count(
+    const u64* __restrict__ m_keys, long long m_nblocks,
+    const u64* __restrict__ a_keys, long long a_nblocks,
+    const u64* __restrict__ bt_keys, long long b_nblocks,
+    long long* __restrict__ counts)
+{
+    const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= m_nblocks) return;
+    const u64 key = m_keys[q];
+    long long n = 0;
+    intersect_row_col(a_keys, a_nblocks, bt_keys, b_nblocks, block_row(key), block_col(key),
+                      [&](long long, long long) { ++n; });
+    counts[q] = n;
+}
+
+extern "C" __global__ void bmsparse_tasks_masked_pairs(
+    const u64* __restrict__ m_keys, long long m_nblocks,
+    const u64* __restrict__ a_keys, long long a_nblocks,
+    const u64* __restrict__ bt_keys, const long long* __restrict__ b_order, long long b_nblocks,
+    const long long* __restrict__ counts, const long long* __restrict__ ends,
+    long long* __restrict__ task_a, long long* __restrict__ task_b)
+{
+    const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= m_nblocks) return;
+    const u64 key = m_keys[q];
+    long long p = ends[q] - counts[q];
+    intersect_row_col(a_keys, a_nblocks, bt_keys, b_nblocks, block_row(key), block_col(key),
+                      [&](long long x, long long y) {
+                          task_a[p] = x;
+                          task_b[p] = b_order[y];
+                          ++p;
+                      });
+}

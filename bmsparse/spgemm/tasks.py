@@ -19,6 +19,11 @@ kernel of ``tasks.cu`` (and CuPy's sort), on the host NumPy:
 
 When the three fields do not fit in 64 bits, step 3 is a stable argsort of
 the full output keys instead (``col_bits = 32``, ``task_bits = 0``).
+
+With a structural mask, :func:`masked_tasks` builds the list from the
+mask's blocks instead (a masked inner product): A's block row i meets B's
+block column k for each mask block (i, k), so no pair landing outside the
+mask is generated and nothing is sorted.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_rank": (),
     "bmsparse_tasks_place_heavy": (),
     "bmsparse_tasks_key_heads": (),
+    "bmsparse_tasks_masked_count": (),
+    "bmsparse_tasks_masked_pairs": (),
 })
 
 #: on the GPU, block rows of at most this many A blocks are merged by binary
@@ -129,6 +136,103 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
         sorted_codes = full[order]
     task_a, task_b, heads = unpack(sorted_codes, order, task_bits, ends, lo, counts)
     return _grouped(xp, task_a, task_b, sorted_codes, heads, col_bits, task_bits)
+
+
+def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
+                 max_bytes: int | None = None) -> TaskList:
+    """Task list of ``A @ B`` restricted to the blocks of a mask.
+
+    Parameters
+    ----------
+    a_keys, b_keys, m_keys : uint64 [a_nblocks], [b_nblocks], [m_nblocks]
+        Strictly increasing block keys of A, B and the mask.
+    max_bytes : int, optional
+        As for :func:`tasks`.
+
+    Returns
+    -------
+    TaskList
+        Its output blocks are the mask's (``c_keys`` is ``m_keys``); a mask
+        block that no pair reaches has an empty run. Each block's pairs come
+        in ascending j, as in :func:`tasks`, so values are summed in the
+        same order.
+
+    Notes
+    -----
+    O(m_nblocks log + sum over mask blocks of min(|A row|, |B column|)
+    log(max(...))) work, plus a sort of B's keys into column order. Syncs
+    once, for the number of tasks.
+    """
+    xp = get_array_module(a_keys, b_keys, m_keys)
+    bt_keys, b_order = column_order(b_keys)
+    counts = masked_counts(m_keys, a_keys, bt_keys)
+    ends = cumsum(xp, counts)
+    ntasks = int(ends[-1]) if ends.shape[0] else 0  # sync: size of the task list
+    if max_bytes is not None and ntasks * BYTES_PER_TASK > max_bytes:
+        raise MemoryError(f"the masked task list of {ntasks:,} tasks needs about "
+                          f"{ntasks * BYTES_PER_TASK:,} bytes, more than {max_bytes:,}")
+    task_a, task_b = masked_pairs(m_keys, a_keys, bt_keys, b_order, counts, ends, ntasks)
+    c_ptr = xp.zeros(m_keys.shape[0] + 1, dtype=xp.int64)
+    c_ptr[1:] = ends
+    return TaskList(task_a, task_b, m_keys, c_ptr)
+
+
+def column_order(b_keys: Any) -> tuple[Any, Any]:
+    """B's keys with their halves swapped (``k << 32 | j``), sorted (uint64), and
+    the B block of each (int64)."""
+    xp = get_array_module(b_keys)
+    shift = xp.uint64(KEY_SHIFT)
+    swapped = (b_keys << shift) | (b_keys >> shift)
+    order = stable_argsort(xp, swapped).astype(xp.int64, copy=False)
+    return swapped[order], order
+
+
+def masked_counts(m_keys: Any, a_keys: Any, bt_keys: Any) -> Any:
+    """Number of pairs (int64 [m_nblocks]) of each mask block (i, k): the j that
+    A's block row i and B's block column k share."""
+    xp = get_array_module(m_keys, a_keys, bt_keys)
+    n = m_keys.shape[0]
+    if xp is np:
+        owner, _, _ = _masked_matches(m_keys, a_keys, bt_keys)
+        return np.bincount(owner, minlength=n).astype(np.int64)
+    counts = xp.empty(n, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_masked_count")
+    _kernels.launch(kernel, n, (m_keys, n, a_keys, a_keys.shape[0], bt_keys, bt_keys.shape[0],
+                                counts))
+    return counts
+
+
+def masked_pairs(m_keys: Any, a_keys: Any, bt_keys: Any, b_order: Any, counts: Any,
+                 ends: Any, ntasks: int) -> tuple[Any, Any]:
+    """task_a, task_b (int64 [ntasks]): the pairs of each mask block, ascending j."""
+    xp = get_array_module(m_keys, a_keys, bt_keys, b_order, counts, ends)
+    if xp is np:
+        _, x, y = _masked_matches(m_keys, a_keys, bt_keys)
+        return x, b_order[y]
+    n = m_keys.shape[0]
+    task_a = xp.empty(ntasks, dtype=xp.int64)
+    task_b = xp.empty(ntasks, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_masked_pairs")
+    _kernels.launch(kernel, n, (m_keys, n, a_keys, a_keys.shape[0], bt_keys, b_order,
+                                bt_keys.shape[0], counts, ends, task_a, task_b))
+    return task_a, task_b
+
+
+def _masked_matches(m_keys: np.ndarray, a_keys: np.ndarray,
+                    bt_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (mask block, A block, bt_keys entry) with a shared j, in the kernels' order."""
+    shift, low = np.uint64(KEY_SHIFT), np.uint64(COL_MASK)
+    rows, cols = m_keys >> shift, m_keys & low
+    a0 = np.searchsorted(a_keys, rows << shift, side="left")
+    a1 = np.searchsorted(a_keys, (rows << shift) | low, side="right")
+    lengths = (a1 - a0).astype(np.int64)
+    owner = np.repeat(np.arange(m_keys.shape[0], dtype=np.int64), lengths)
+    x = np.repeat(a0 - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    want = (cols[owner] << shift) | (a_keys[x] & low)
+    y = np.searchsorted(bt_keys, want)
+    found = y < bt_keys.shape[0]
+    found[found] = bt_keys[y[found]] == want[found]
+    return owner[found], x[found].astype(np.int64), y[found].astype(np.int64)
 
 
 def _grouped(xp: Any, task_a: Any, task_b: Any, sorted_codes: Any, heads: Any,

@@ -10,10 +10,12 @@ from __future__ import annotations
 from ._format import BLOCK
 from ._matrix import BitmapMatrix
 from ._sputils import SUPPORTED_DTYPES
+from . import semiring
 from .io import mmread, mmwrite
-from .spgemm import STAGES, plan_slices, spgemm
+from .semiring import Semiring
+from .spgemm import STAGES, masked_pair_sum, plan_slices, spgemm
 
 __version__ = "0.1.0"
 
-__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "mmread", "mmwrite",
-           "plan_slices", "spgemm"]
+__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "Semiring",
+           "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "semiring", "spgemm"]

@@ -57,7 +57,7 @@ def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_ptr: Any,
                                               empty_blocks[0]]).tolist())
     if not empties:
         return c_keys, c_bitmaps, c_offsets, c_ptr[:-1], c_ptr[1:], nnz
-    rank = cumsum(xp, (c_bitmaps != 0).astype(xp.int64))
+    rank = cumsum(xp, _nonempty(xp, c_bitmaps))
     keys, bitmaps, offsets, first, last = _keep_blocks(
         xp, c_keys, c_bitmaps, c_offsets, rank, c_keys.shape[0] - empties, c_ptr)
     return keys, bitmaps, offsets, first, last, nnz
@@ -92,7 +92,7 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     if not int(zero_blocks[0]):  # sync: most products drop no value
         return c_keys, c_bitmaps, c_offsets, c_values
     new_offsets = exclusive_scan(xp, popcount(c_nonzero))
-    rank = cumsum(xp, (c_nonzero != 0).astype(xp.int64))
+    rank = cumsum(xp, _nonempty(xp, c_nonzero))
     # sync: sizes of the result, in one read
     new_nnz, kept = (int(v) for v in xp.stack([new_offsets[-1], rank[-1]]).tolist())
     if xp is np:
@@ -101,6 +101,27 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
         values = _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values,
                                new_nnz)
     return (*_keep_blocks(xp, c_keys, c_nonzero, new_offsets, rank, kept), values)
+
+
+def _nonempty(xp: Any, bitmaps: Any) -> Any:
+    """1 where a bitmap is not empty, else 0 (int64)."""
+    if xp is np:
+        return (bitmaps != 0).astype(np.int64)
+    return _nonempty_kernel()(bitmaps)
+
+
+_NONEMPTY = None
+
+
+def _nonempty_kernel() -> Any:
+    # one launch instead of a comparison and a cast
+    global _NONEMPTY
+    if _NONEMPTY is None:
+        import cupy
+
+        _NONEMPTY = cupy.ElementwiseKernel("uint64 b", "int64 f", "f = b != 0",
+                                           "bmsparse_compact_nonempty")
+    return _NONEMPTY
 
 
 def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank: Any,

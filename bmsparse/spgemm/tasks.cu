@@ -257,6 +257,25 @@ extern "C" __global__ void bmsparse_tasks_rank(
     keys[s] = make_key(block_row(a_keys[a]), k);
 }
 
+// The heavy tasks' positions and codes, packed in task order (their number is
+// known on the host from the spans, so nothing waits for a count).
+//   long long heavy_rank[ntasks] - inclusive scan of the heavy flags
+//   u64       codes[ntasks]      - sort codes (valid for heavy tasks)
+//   long long places[nheavy]     - out: position of each heavy task, ascending
+//   u64       heavy_codes[nheavy] - out: its code
+extern "C" __global__ void bmsparse_tasks_gather_heavy(
+    const long long* __restrict__ heavy_rank, const u64* __restrict__ codes, long long ntasks,
+    long long* __restrict__ places, u64* __restrict__ heavy_codes)
+{
+    long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (t >= ntasks) return;
+    const long long r = heavy_rank[t];
+    if (r != (t ? heavy_rank[t - 1] : 0)) {
+        places[r - 1] = t;
+        heavy_codes[r - 1] = codes[t];
+    }
+}
+
 // The tasks of heavy rows, once their codes are sorted, to their places.
 //   u64       sorted[nheavy]    - sorted codes of the heavy tasks
 //   long long places[nheavy]    - the heavy tasks' positions, ascending (each heavy row

@@ -47,6 +47,7 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_spans": (),
     "bmsparse_tasks_rank": (),
     "bmsparse_tasks_place_heavy": (),
+    "bmsparse_tasks_gather_heavy": (),
     "bmsparse_tasks_key_heads": (),
     "bmsparse_tasks_masked_count": (),
     "bmsparse_tasks_masked_pairs": (),
@@ -292,10 +293,14 @@ def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowSt
     if rows.heavy_tasks:
         # heavy rows hold contiguous ranges of tasks, in row order, so their
         # codes sorted together fill their places in order
-        places = cupy.flatnonzero(heavy)
-        sorted_codes = cupy.sort(codes[places])
+        nheavy = rows.heavy_tasks
+        heavy_rank = cupy.cumsum(heavy, dtype=cupy.int64)
+        places = cupy.empty(nheavy, dtype=cupy.int64)
+        sorted_codes = cupy.empty(nheavy, dtype=cupy.uint64)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_gather_heavy")
+        _kernels.launch(kernel, n, (heavy_rank, codes, n, places, sorted_codes))
+        sorted_codes.sort()
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_place_heavy")
-        nheavy = places.shape[0]
         _kernels.launch(kernel, nheavy, (sorted_codes, places, nheavy, ends, na, lo, counts,
                                          col_bits, task_bits, task_a, task_b, keys))
     return task_a, task_b, keys

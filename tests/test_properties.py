@@ -170,3 +170,44 @@ def test_sliced_product_is_the_unsliced_one_bit_for_bit(xp, m, k, n, a_density, 
     for name in ("keys", "bitmaps", "offsets"):
         np.testing.assert_array_equal(getattr(sliced, name), getattr(whole, name))
     np.testing.assert_array_equal(sliced.values.view(np.uint64), whole.values.view(np.uint64))
+
+
+def structure(c: sp.csr_array) -> np.ndarray:
+    """Dense bool array of the stored entries (stored zeros included)."""
+    out = np.zeros(c.shape, dtype=bool)
+    coo = c.tocoo()
+    out[coo.row, coo.col] = True
+    return out
+
+
+@PROPERTY
+@given(m=dims, k=dims, n=dims, a_density=densities, b_density=densities,
+       mask_density=densities, semiring=st.sampled_from(["min_plus", "max_times",
+                                                         "plus_pair", "or_and"]),
+       complement=st.booleans(), seed=seeds)
+def test_masked_semiring_products_match_dense(xp, m, k, n, a_density, b_density,
+                                              mask_density, semiring, complement, seed):
+    # small integer values (stored zeros included): every semiring is exact
+    rng = np.random.default_rng(seed)
+    a = random_scipy((m, k), a_density, "int64", rng)
+    b = random_scipy((k, n), b_density, "int64", rng)
+    mask = random_scipy((m, n), mask_density, "int64", rng)
+    pa, pb = structure(a), structure(b)
+    both = pa[:, :, None] & pb[None, :, :]
+    allowed = ~structure(mask) if complement else structure(mask)
+    present = both.any(axis=1) & allowed
+    va, vb = a.toarray()[:, :, None], b.toarray()[None, :, :]
+    if semiring == "min_plus":
+        big = np.iinfo(np.int64).max
+        want = np.where(both, va + vb, big).min(axis=1, initial=big)
+    elif semiring == "max_times":
+        small = np.iinfo(np.int64).min
+        want = np.where(both, va * vb, small).max(axis=1, initial=small)
+    else:
+        want = both.sum(axis=1)
+    c = spgemm(on(xp, BitmapMatrix(a)), on(xp, BitmapMatrix(b)), semiring=semiring,
+               mask=on(xp, BitmapMatrix(mask)), complement=complement).get().to_scipy()
+    np.testing.assert_array_equal(structure(c), present)
+    if semiring != "or_and":
+        coo = c.tocoo()
+        np.testing.assert_array_equal(coo.data, want[coo.row, coo.col])

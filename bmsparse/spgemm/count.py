@@ -154,6 +154,9 @@ def _pair_counts_numpy(a_bitmaps: np.ndarray, b_bitmaps: np.ndarray, task_a: np.
 def _count_numpy(a_bitmaps: np.ndarray, b_bitmaps: np.ndarray, task_a: np.ndarray,
                  task_b: np.ndarray, c_ptr: np.ndarray) -> np.ndarray:
     products = bool_product(a_bitmaps[task_a], b_bitmaps[task_b])
-    if products.size == 0:
-        return np.zeros(c_ptr.shape[0] - 1, dtype=np.uint64)
-    return np.bitwise_or.reduceat(products, c_ptr[:-1])
+    out = np.zeros(c_ptr.shape[0] - 1, dtype=np.uint64)
+    # a masked task list can have empty runs, where reduceat would not give 0
+    filled = c_ptr[1:] > c_ptr[:-1]
+    if products.size:
+        out[filled] = np.bitwise_or.reduceat(products, c_ptr[:-1][filled])
+    return out

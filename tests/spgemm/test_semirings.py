@@ -265,3 +265,16 @@ def test_masked_pair_sum_is_the_masked_plus_pair_sum(xp):
     A, B, M = (to_device(BitmapMatrix(x), xp) for x in (a, b, mask))
     c = spgemm(A, B, semiring="plus_pair", mask=M)
     assert masked_pair_sum(A, B, M) == int(c.values.sum())
+
+
+def test_mask_blocks_that_no_pair_reaches(xp):
+    # A is one column: output blocks (0, 0) and (0, 2) get pairs, (0, 1) and
+    # (0, 3) of the mask get none (empty runs, one of them last)
+    a = sp.csr_array(np.ones((8, 1)))
+    b = sp.csr_array(([2.0, 3.0], ([0, 0], [1, 17])), shape=(1, 32))
+    mask = sp.csr_array(np.ones((8, 32)))
+    c = spgemm(to_device(BitmapMatrix(a), xp), to_device(BitmapMatrix(b), xp),
+               semiring="min_plus", mask=to_device(BitmapMatrix(mask), xp))
+    want = np.zeros((8, 32))
+    want[:, 1], want[:, 17] = 3.0, 4.0
+    assert_same_csr(c.to_scipy(), sp.csr_array(want))

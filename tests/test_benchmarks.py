@@ -1,4 +1,4 @@
-"""Smoke tests of benchmarks/webbase.py and benchmarks/suite.py, and of their shared code.
+"""Smoke tests of benchmarks/webbase.py, suite.py and graph.py, and of their shared code.
 
 The scripts run as subprocesses, as a user runs them, on tiny inputs: the
 "cpu" path (``--cpu``) everywhere and the "gpu" path where there is a device.
@@ -211,6 +211,46 @@ def test_suite_missing_folder(tmp_path):
     proc = run_script("suite.py", tmp_path / "nope", "--cpu")
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"suite.py: error: {tmp_path / 'nope'}: no such folder"
+
+
+# --- graph.py --------------------------------------------------------------------------
+
+
+def test_graph_smoke(tmp_path, path_args):
+    folder = tmp_path / "graphs"
+    folder.mkdir()
+    square = random_csr(50, 50, 300, seed=11)
+    scipy.io.mmwrite(folder / "square.mtx", square)
+    scipy.io.mmwrite(folder / "rect.mtx", random_csr(12, 7, 30, seed=12))
+    out = tmp_path / "graph.json"
+    proc = run_script("graph.py", folder, "--scale", "0.002", "--repeat", "1", "--json", out,
+                      *path_args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(out.read_text())
+    rows = {r["name"]: r for r in data["rows"]}
+    assert sorted(rows) == ["rect", "square", "surrogate"]
+    assert rows["rect"]["note"] == "skipped: not square (12x7)"
+    pattern = (square != 0).astype(np.int64)
+    assert rows["square"]["nnz_c"] == (pattern @ pattern).nnz
+    sym = sp.csr_array(((pattern + pattern.T) != 0).astype(np.int64))
+    sym.setdiag(0)
+    sym.eliminate_zeros()
+    assert rows["square"]["triangles"] == int((sym @ sym).multiply(sym).sum()) // 6
+    for r in (rows["square"], rows["surrogate"]):
+        assert r["structure_match"] is True
+        assert r["triangles_check"] is r["bfs_check"] is r["bfs_hub_check"] is True
+        assert all(r[k] > 0 for k in ("bool_ms", "f64_ms", "peer_ms", "triangles_ms",
+                                      "bfs_ms", "bfs_hub_ms"))
+        # the Boolean output is the float64 one without its values
+        assert r["f64_bytes"] - r["bool_bytes"] == 8 * r["nnz_c"]
+    assert data["targets"]["speedup_target"] == 2.0
+    assert "surrogate (scale 0.002): Boolean product" in proc.stdout
+
+
+def test_graph_missing_folder(tmp_path):
+    proc = run_script("graph.py", tmp_path / "nope", "--cpu")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"graph.py: error: {tmp_path / 'nope'}: no such folder"
 
 
 # --- common.py ------------------------------------------------------------------------

@@ -318,85 +318,92 @@ extern "C" __global__ void bmsparse_tasks_key_heads(
 // column k, both sorted by j, are intersected by walking the shorter and
 // searching the longer. B's column order is bt_keys = B's keys with their
 // halves swapped (k << 32 | j), sorted, and b_order maps it back to B.
+// Launch: one warp (32 consecutive threads) per mask block, thread blocks of
+// a multiple of 32 threads.
 //
 //   u64       m_keys[m_nblocks]       - mask block keys, increasing
 //   u64       a_keys[a_nblocks]       - keys of A
 //   u64       bt_keys[b_nblocks]      - swapped keys of B, increasing
+//   long long a_range[2 * m_nblocks]  - A blocks of mask block q's row: [a_range[q],
+//                                       a_range[m_nblocks + q])
+//   long long b_range[2 * m_nblocks]  - bt_keys entries of its column, likewise
 //   long long b_order[b_nblocks]      - B block of each bt_keys entry
 //   long long counts[m_nblocks]       - out (count): pairs of each mask block
 //   long long ends[m_nblocks]         - inclusive scan of counts
 //   long long task_a[ntasks], task_b[ntasks] - out (pairs): the pairs, by mask
 //                                       block, ascending j within one
 
-// first index in sorted keys[0, n) whose value is > x
-__device__ __forceinline__ long long upper_bound(const u64* keys, long long n, u64 x) {
-    long long lo = 0, hi = n;
-    while (lo < hi) {
-        const long long mid = (lo + hi) >> 1;
-        if (keys[mid] <= x) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
-// calls emit(x, y) for every A block x of row `row` and bt_keys entry y of
-// column `col` with the same j, in ascending j
+// One warp per mask block (row, col): calls emit(rank, x, y) for every A
+// block x of the row and bt_keys entry y of the column with the same j, rank
+// being its place in ascending j; returns the number of matches. The lanes
+// take 32 consecutive entries of the shorter list at a time and binary-search
+// the longer, so a hub row costs its length / 32 steps, not its length.
 template <typename Emit>
-__device__ __forceinline__ void intersect_row_col(
-    const u64* __restrict__ a_keys, long long a_nblocks,
-    const u64* __restrict__ bt_keys, long long b_nblocks, u64 row, u64 col, Emit emit)
+__device__ __forceinline__ long long intersect_row_col(
+    const u64* __restrict__ a_keys, const u64* __restrict__ bt_keys, long long a0, long long a1,
+    long long b0, long long b1, u64 row, u64 col, int lane, Emit emit)
 {
     const u64 a_first_key = row << 32, b_first_key = col << 32;
-    const long long a0 = lower_bound(a_keys, a_nblocks, a_first_key);
-    const long long a1 = upper_bound(a_keys, a_nblocks, a_first_key | 0xffffffffull);
-    const long long b0 = lower_bound(bt_keys, b_nblocks, b_first_key);
-    const long long b1 = upper_bound(bt_keys, b_nblocks, b_first_key | 0xffffffffull);
-    if (a1 - a0 <= b1 - b0) {
-        long long y = b0;
-        for (long long x = a0; x < a1 && y < b1; ++x) {
-            const u64 want = b_first_key | block_col(a_keys[x]);
-            y += lower_bound(bt_keys + y, b1 - y, want);
-            if (y < b1 && bt_keys[y] == want) emit(x, y);
+    const bool walk_a = a1 - a0 <= b1 - b0;
+    const u64* walk = walk_a ? a_keys : bt_keys;
+    const u64* search = walk_a ? bt_keys : a_keys;
+    const long long w0 = walk_a ? a0 : b0, w1 = walk_a ? a1 : b1;
+    const long long s0 = walk_a ? b0 : a0, s1 = walk_a ? b1 : a1;
+    const u64 search_prefix = walk_a ? b_first_key : a_first_key;
+    long long found = 0;
+    for (long long base = w0; base < w1; base += 32) {  // uniform across the warp
+        const long long w = base + lane;
+        long long pos = -1;
+        if (w < w1) {
+            const u64 want = search_prefix | block_col(walk[w]);
+            const long long p = s0 + lower_bound(search + s0, s1 - s0, want);
+            if (p < s1 && search[p] == want) pos = p;
         }
-    } else {
-        long long x = a0;
-        for (long long y = b0; y < b1 && x < a1; ++y) {
-            const u64 want = a_first_key | block_col(bt_keys[y]);
-            x += lower_bound(a_keys + x, a1 - x, want);
-            if (x < a1 && a_keys[x] == want) emit(x, y);
+        const unsigned int hits = __ballot_sync(0xffffffffu, pos >= 0);
+        if (pos >= 0) {
+            const long long rank = found + __popc(hits & ((1u << lane) - 1u));
+            if (walk_a) emit(rank, w, pos); else emit(rank, pos, w);
         }
+        found += __popc(hits);
     }
+    return found;
 }
 
 extern "C" __global__ void bmsparse_tasks_masked_count(
     const u64* __restrict__ m_keys, long long m_nblocks,
-    const u64* __restrict__ a_keys, long long a_nblocks,
-    const u64* __restrict__ bt_keys, long long b_nblocks,
+    const u64* __restrict__ a_keys, const u64* __restrict__ bt_keys,
+    const long long* __restrict__ a_range, const long long* __restrict__ b_range,
     long long* __restrict__ counts)
 {
-    const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (q >= m_nblocks) return;
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long q = tid >> 5;
+    if (q >= m_nblocks) return;  // the 32 lanes of a mask block leave together
+    const int lane = (int)(tid & 31);
     const u64 key = m_keys[q];
-    long long n = 0;
-    intersect_row_col(a_keys, a_nblocks, bt_keys, b_nblocks, block_row(key), block_col(key),
-                      [&](long long, long long) { ++n; });
-    counts[q] = n;
+    const long long n = intersect_row_col(
+        a_keys, bt_keys, a_range[q], a_range[m_nblocks + q], b_range[q], b_range[m_nblocks + q],
+        block_row(key), block_col(key), lane, [](long long, long long, long long) {});
+    if (lane == 0) counts[q] = n;
 }
 
 extern "C" __global__ void bmsparse_tasks_masked_pairs(
     const u64* __restrict__ m_keys, long long m_nblocks,
-    const u64* __restrict__ a_keys, long long a_nblocks,
-    const u64* __restrict__ bt_keys, const long long* __restrict__ b_order, long long b_nblocks,
+    const u64* __restrict__ a_keys, const u64* __restrict__ bt_keys,
+    const long long* __restrict__ a_range, const long long* __restrict__ b_range,
+    const long long* __restrict__ b_order,
     const long long* __restrict__ counts, const long long* __restrict__ ends,
     long long* __restrict__ task_a, long long* __restrict__ task_b)
 {
-    const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long q = tid >> 5;
     if (q >= m_nblocks) return;
+    const int lane = (int)(tid & 31);
     const u64 key = m_keys[q];
-    long long p = ends[q] - counts[q];
-    intersect_row_col(a_keys, a_nblocks, bt_keys, b_nblocks, block_row(key), block_col(key),
-                      [&](long long x, long long y) {
-                          task_a[p] = x;
-                          task_b[p] = b_order[y];
-                          ++p;
+    const long long first = ends[q] - counts[q];
+    intersect_row_col(a_keys, bt_keys, a_range[q], a_range[m_nblocks + q], b_range[q],
+                      b_range[m_nblocks + q], block_row(key), block_col(key), lane,
+                      [&](long long rank, long long x, long long y) {
+                          task_a[first + rank] = x;
+                          task_b[first + rank] = b_order[y];
                       });
 }

@@ -63,6 +63,9 @@ RANK_MAX_RUNS = 32
 #: peaks were 120-190 bytes per task on the WebBase surrogate, float64
 BYTES_PER_TASK = 192
 
+#: threads per mask block in the masked task kernels (one warp)
+_WARP = 32
+
 #: width of the packed sort code; tests lower it to reach the argsort path
 PACKED_SORT_BITS = 64
 
@@ -160,19 +163,21 @@ def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
 
     Notes
     -----
-    O(m_nblocks log + sum over mask blocks of min(|A row|, |B column|)
-    log(max(...))) work, plus a sort of B's keys into column order. Syncs
-    once, for the number of tasks.
+    O(m_nblocks log(a_nblocks + b_nblocks) + sum over mask blocks of
+    min(|A row|, |B column|) log(max(...))) work, plus a sort of B's keys
+    into column order. Syncs once, for the number of tasks.
     """
     xp = get_array_module(a_keys, b_keys, m_keys)
     bt_keys, b_order = column_order(b_keys)
-    counts = masked_counts(m_keys, a_keys, bt_keys)
+    a_range, b_range = masked_ranges(m_keys, a_keys, bt_keys)
+    counts = masked_counts(m_keys, a_keys, bt_keys, a_range, b_range)
     ends = cumsum(xp, counts)
     ntasks = int(ends[-1]) if ends.shape[0] else 0  # sync: size of the task list
     if max_bytes is not None and ntasks * BYTES_PER_TASK > max_bytes:
         raise MemoryError(f"the masked task list of {ntasks:,} tasks needs about "
                           f"{ntasks * BYTES_PER_TASK:,} bytes, more than {max_bytes:,}")
-    task_a, task_b = masked_pairs(m_keys, a_keys, bt_keys, b_order, counts, ends, ntasks)
+    task_a, task_b = masked_pairs(m_keys, a_keys, bt_keys, a_range, b_range, b_order, counts,
+                                  ends, ntasks)
     c_ptr = xp.zeros(m_keys.shape[0] + 1, dtype=xp.int64)
     c_ptr[1:] = ends
     return TaskList(task_a, task_b, m_keys, c_ptr)
@@ -188,48 +193,67 @@ def column_order(b_keys: Any) -> tuple[Any, Any]:
     return swapped[order], order
 
 
-def masked_counts(m_keys: Any, a_keys: Any, bt_keys: Any) -> Any:
+def masked_ranges(m_keys: Any, a_keys: Any, bt_keys: Any) -> tuple[Any, Any]:
+    """For each mask block (i, k): A's blocks of block row i and the ``bt_keys``
+    entries of B's block column k, as int64 [2 * m_nblocks] (all starts, then all
+    ends).
+
+    Vectorised searches, one element per thread: inside the pair kernels each
+    mask block would wait on four dependent chains of global loads.
+    """
+    xp = get_array_module(m_keys, a_keys, bt_keys)
+    shift, low = xp.uint64(KEY_SHIFT), xp.uint64(COL_MASK)
+    firsts = (m_keys >> shift) << shift
+    lasts = firsts | low
+    a_range = xp.concatenate([xp.searchsorted(a_keys, firsts, side="left"),
+                              xp.searchsorted(a_keys, lasts, side="right")])
+    firsts = m_keys << shift
+    lasts = firsts | low
+    b_range = xp.concatenate([xp.searchsorted(bt_keys, firsts, side="left"),
+                              xp.searchsorted(bt_keys, lasts, side="right")])
+    return a_range.astype(xp.int64, copy=False), b_range.astype(xp.int64, copy=False)
+
+
+def masked_counts(m_keys: Any, a_keys: Any, bt_keys: Any, a_range: Any, b_range: Any) -> Any:
     """Number of pairs (int64 [m_nblocks]) of each mask block (i, k): the j that
     A's block row i and B's block column k share."""
-    xp = get_array_module(m_keys, a_keys, bt_keys)
+    xp = get_array_module(m_keys, a_keys, bt_keys, a_range, b_range)
     n = m_keys.shape[0]
     if xp is np:
-        owner, _, _ = _masked_matches(m_keys, a_keys, bt_keys)
+        owner, _, _ = _masked_matches(m_keys, a_keys, bt_keys, a_range)
         return np.bincount(owner, minlength=n).astype(np.int64)
     counts = xp.empty(n, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_masked_count")
-    _kernels.launch(kernel, n, (m_keys, n, a_keys, a_keys.shape[0], bt_keys, bt_keys.shape[0],
-                                counts))
+    _kernels.launch(kernel, _WARP * n, (m_keys, n, a_keys, bt_keys, a_range, b_range, counts))
     return counts
 
 
-def masked_pairs(m_keys: Any, a_keys: Any, bt_keys: Any, b_order: Any, counts: Any,
-                 ends: Any, ntasks: int) -> tuple[Any, Any]:
+def masked_pairs(m_keys: Any, a_keys: Any, bt_keys: Any, a_range: Any, b_range: Any,
+                 b_order: Any, counts: Any, ends: Any, ntasks: int) -> tuple[Any, Any]:
     """task_a, task_b (int64 [ntasks]): the pairs of each mask block, ascending j."""
-    xp = get_array_module(m_keys, a_keys, bt_keys, b_order, counts, ends)
+    xp = get_array_module(m_keys, a_keys, bt_keys, a_range, b_range, b_order, counts, ends)
     if xp is np:
-        _, x, y = _masked_matches(m_keys, a_keys, bt_keys)
+        _, x, y = _masked_matches(m_keys, a_keys, bt_keys, a_range)
         return x, b_order[y]
     n = m_keys.shape[0]
     task_a = xp.empty(ntasks, dtype=xp.int64)
     task_b = xp.empty(ntasks, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_masked_pairs")
-    _kernels.launch(kernel, n, (m_keys, n, a_keys, a_keys.shape[0], bt_keys, b_order,
-                                bt_keys.shape[0], counts, ends, task_a, task_b))
+    _kernels.launch(kernel, _WARP * n, (m_keys, n, a_keys, bt_keys, a_range, b_range, b_order,
+                                        counts, ends, task_a, task_b))
     return task_a, task_b
 
 
-def _masked_matches(m_keys: np.ndarray, a_keys: np.ndarray,
-                    bt_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _masked_matches(m_keys: np.ndarray, a_keys: np.ndarray, bt_keys: np.ndarray,
+                    a_range: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (mask block, A block, bt_keys entry) with a shared j, in the kernels' order."""
     shift, low = np.uint64(KEY_SHIFT), np.uint64(COL_MASK)
-    rows, cols = m_keys >> shift, m_keys & low
-    a0 = np.searchsorted(a_keys, rows << shift, side="left")
-    a1 = np.searchsorted(a_keys, (rows << shift) | low, side="right")
-    lengths = (a1 - a0).astype(np.int64)
-    owner = np.repeat(np.arange(m_keys.shape[0], dtype=np.int64), lengths)
+    n = m_keys.shape[0]
+    a0, a1 = a_range[:n], a_range[n:]
+    lengths = a1 - a0
+    owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
     x = np.repeat(a0 - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-    want = (cols[owner] << shift) | (a_keys[x] & low)
+    want = ((m_keys[owner] & low) << shift) | (a_keys[x] & low)
     y = np.searchsorted(bt_keys, want)
     found = y < bt_keys.shape[0]
     found[found] = bt_keys[y[found]] == want[found]

@@ -240,9 +240,10 @@ def masked_pair_sum(a: Any, b: Any, mask: Any) -> int:
 
     Notes
     -----
-    Pairs are generated from the mask's blocks (:func:`tasks.masked_tasks`)
-    and each contributes ``popcount`` of its 8 masked rank-1 products.
-    Exact (integer) and deterministic. Syncs twice.
+    Pairs are found from the mask's blocks as in :func:`tasks.masked_tasks`
+    and each contributes ``popcount`` of its 8 masked rank-1 products, in one
+    kernel: no task list and no C is stored. Exact (integer) and
+    deterministic. Syncs once.
 
     Examples
     --------
@@ -259,9 +260,7 @@ def masked_pair_sum(a: Any, b: Any, mask: Any) -> int:
         raise matmul_mismatch(a.shape, b.shape)
     m = _check_mask(mask, (a.shape[0], b.shape[1]))
     get_array_module(a.keys, b.keys, m.keys)  # TypeError for a host/device mix
-    task_list = tasks.masked_tasks(a.keys, b.keys, m.keys)
-    c_pairs = count.pair_counts(a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b,
-                                task_list.c_ptr, m.bitmaps)
+    c_pairs = tasks.masked_pair_counts(m.keys, m.bitmaps, a.keys, a.bitmaps, b.keys, b.bitmaps)
     return int(c_pairs.sum()) if c_pairs.shape[0] else 0  # sync: the count
 
 

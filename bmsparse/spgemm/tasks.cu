@@ -407,3 +407,41 @@ extern "C" __global__ void bmsparse_tasks_masked_pairs(
                           task_b[first + rank] = b_order[y];
                       });
 }
+
+// The masked plus_pair sum of each mask block without any task list: the
+// warp of mask block q walks its pairs as above and adds, for each, the
+// popcount of the 8 rank-1 Boolean products inside the mask's bitmap (the
+// count stage's bmsparse_count_pairs, fused), so nothing is stored per pair.
+//   u64       m_bitmaps[m_nblocks]    - the mask's bitmaps
+//   u64       a_bitmaps[a_nblocks], b_bitmaps[b_nblocks]
+//   long long c_pairs[m_nblocks]      - out: number of (r, t, c) with A[r, t], B[t, c]
+//                                       and bit (r, c) of the mask, over the pairs
+extern "C" __global__ void bmsparse_tasks_count_masked_pairs(
+    const u64* __restrict__ m_keys, const u64* __restrict__ m_bitmaps, long long m_nblocks,
+    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
+    const u64* __restrict__ bt_keys, const long long* __restrict__ b_order,
+    const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ a_range, const long long* __restrict__ b_range,
+    long long* __restrict__ c_pairs)
+{
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long q = tid >> 5;
+    if (q >= m_nblocks) return;
+    const int lane = (int)(tid & 31);
+    const u64 key = m_keys[q], allowed = m_bitmaps[q];
+    long long pairs = 0;
+    intersect_row_col(a_keys, bt_keys, a_range[q], a_range[m_nblocks + q], b_range[q],
+                      b_range[m_nblocks + q], block_row(key), block_col(key), lane,
+                      [&](long long, long long x, long long y) {
+                          const u64 a = a_bitmaps[x], b = b_bitmaps[b_order[y]];
+#pragma unroll
+                          for (int t = 0; t < 8; ++t) {
+                              const u64 a_col = ((a >> t) & BMSPARSE_LOW_BITS) * 0xffull;
+                              const u64 b_row = ((b >> (t << 3)) & 0xffull) * BMSPARSE_LOW_BITS;
+                              pairs += __popcll(a_col & b_row & allowed);
+                          }
+                      });
+#pragma unroll
+    for (int s = 16; s > 0; s >>= 1) pairs += __shfl_xor_sync(0xffffffffu, pairs, s);
+    if (lane == 0) c_pairs[q] = pairs;
+}

@@ -51,6 +51,7 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_key_heads": (),
     "bmsparse_tasks_masked_count": (),
     "bmsparse_tasks_masked_pairs": (),
+    "bmsparse_tasks_count_masked_pairs": (),
 })
 
 #: on the GPU, block rows of at most this many A blocks are merged by binary
@@ -242,6 +243,29 @@ def masked_pairs(m_keys: Any, a_keys: Any, bt_keys: Any, a_range: Any, b_range: 
     _kernels.launch(kernel, _WARP * n, (m_keys, n, a_keys, bt_keys, a_range, b_range, b_order,
                                         counts, ends, task_a, task_b))
     return task_a, task_b
+
+
+def masked_pair_counts(m_keys: Any, m_bitmaps: Any, a_keys: Any, a_bitmaps: Any,
+                       b_keys: Any, b_bitmaps: Any) -> Any:
+    """Per mask block, the number of (r, t, c) with A[r, t], B[t, c] and mask[r, c]
+    over its pairs (int64 [m_nblocks]): :func:`masked_tasks` and
+    ``count.pair_counts`` fused, so no task list is stored."""
+    xp = get_array_module(m_keys, m_bitmaps, a_keys, a_bitmaps, b_keys, b_bitmaps)
+    bt_keys, b_order = column_order(b_keys)
+    a_range, b_range = masked_ranges(m_keys, a_keys, bt_keys)
+    n = m_keys.shape[0]
+    if xp is np:
+        from .count import pair_counts
+
+        owner, x, y = _masked_matches(m_keys, a_keys, bt_keys, a_range)
+        c_ptr = np.zeros(n + 1, dtype=np.int64)
+        c_ptr[1:] = np.cumsum(np.bincount(owner, minlength=n))
+        return pair_counts(a_bitmaps, b_bitmaps, x, b_order[y], c_ptr, m_bitmaps)
+    c_pairs = xp.empty(n, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_count_masked_pairs")
+    _kernels.launch(kernel, _WARP * n, (m_keys, m_bitmaps, n, a_keys, a_bitmaps, bt_keys,
+                                        b_order, b_bitmaps, a_range, b_range, c_pairs))
+    return c_pairs
 
 
 def _masked_matches(m_keys: np.ndarray, a_keys: np.ndarray, bt_keys: np.ndarray,

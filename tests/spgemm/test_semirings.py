@@ -278,3 +278,20 @@ def test_mask_blocks_that_no_pair_reaches(xp):
     want = np.zeros((8, 32))
     want[:, 1], want[:, 17] = 3.0, 4.0
     assert_same_csr(c.to_scipy(), sp.csr_array(want))
+
+
+def test_fused_masked_pair_counts_equal_the_staged_ones(xp):
+    # one fused kernel against the masked task list followed by the count stage
+    from bmsparse.spgemm import count as count_mod
+
+    a, b = operands(70, 90, 75, 0.1, seed=41)
+    mask = random_csr(70, 75, 0.1, seed=42)
+    A, B, M = (to_device(BitmapMatrix(x), xp) for x in (a, b, mask))
+    t = tasks_mod.masked_tasks(A.keys, B.keys, M.keys)
+    staged = count_mod.pair_counts(A.bitmaps, B.bitmaps, t.task_a, t.task_b, t.c_ptr,
+                                   M.bitmaps)
+    fused = tasks_mod.masked_pair_counts(M.keys, M.bitmaps, A.keys, A.bitmaps, B.keys,
+                                         B.bitmaps)
+    get = (lambda x: x) if xp is np else (lambda x: x.get())
+    np.testing.assert_array_equal(get(fused), get(staged))
+    assert get(fused).sum() > 0

@@ -489,12 +489,8 @@ def test_multi_source_bfs_rejects(xp, sources, error, match):
         graph.multi_source_bfs(a, sources)
 
 
+@pytest.mark.gpu
 def test_multi_source_bfs_rejects_mixed_sides():
-    pytest.importorskip("cupy")
-    from .conftest import HAVE_GPU
-
-    if not HAVE_GPU:
-        pytest.skip("no CUDA device")
     import cupy
 
     with pytest.raises(TypeError, match="operands must all be on the host"):

@@ -10,12 +10,14 @@ from __future__ import annotations
 from ._format import BLOCK
 from ._matrix import BitmapMatrix
 from ._sputils import SUPPORTED_DTYPES
-from . import graph, semiring
+from . import graph, semiring, testing
 from .io import mmread, mmwrite
 from .semiring import Semiring
 from .spgemm import STAGES, masked_pair_sum, plan_slices, spgemm
+from .spmv import spmv
 
 __version__ = "0.1.0"
 
 __all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "Semiring", "graph",
-           "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "semiring", "spgemm"]
+           "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "semiring", "spgemm",
+           "spmv", "testing"]

@@ -91,6 +91,24 @@ def value_index(bitmaps: np.ndarray, bits: np.ndarray) -> np.ndarray:
     return popcount(bitmaps & below)
 
 
+def transpose_bitmaps(bitmaps: Any) -> Any:
+    """Each 8x8 bitmap transposed (bit ``8 * r + c`` moves to ``8 * c + r``).
+
+    Three delta swaps, as ``transpose_bitmap`` in ``_cuda/bitmap.cuh``: the
+    1x1, 2x2 and 4x4 sub-blocks swap across the diagonal.
+    """
+    xp = _array_module(bitmaps)
+    x = bitmaps
+    for shift, mask in _TRANSPOSE_SWAPS:
+        s = xp.uint64(shift)
+        t = (x ^ (x >> s)) & xp.uint64(mask)
+        x = x ^ t ^ (t << s)
+    return x
+
+
+_TRANSPOSE_SWAPS = ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0))
+
+
 def _cupy_popcount(bitmaps: Any) -> Any:
     import cupy
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from . import convert
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
-from ._sputils import check_dtype, check_shape, get_array_module
+from ._sputils import check_dtype, check_shape, get_array_module, upcast
 
 
 class BitmapMatrix:
@@ -90,10 +91,74 @@ class BitmapMatrix:
 
     def _set(self, keys: Any, bitmaps: Any, offsets: Any, values: Any,
              shape: tuple[int, int], dtype: np.dtype, nnz: int | None) -> None:
-        self.keys, self.bitmaps, self.offsets, self.values = keys, bitmaps, offsets, values
+        self._keys, self._bitmaps, self._offsets, self._values = keys, bitmaps, offsets, values
         self._shape = shape
         self._dtype = np.dtype(dtype)
         self._nnz = values.shape[0] if values is not None else nnz
+        # the matrix whose lazy transpose this is, until the arrays are needed
+        self._transpose_of: BitmapMatrix | None = None
+        # arrays derived from the keys (block-row pointer, column-major
+        # order), computed once: the block arrays are treated as immutable
+        self._cache: dict[str, Any] = {}
+
+    # --- the block arrays (computed on first use for a lazy transpose) -----
+
+    def _arrays(self) -> tuple[Any, Any, Any, Any]:
+        source = self._transpose_of
+        if source is not None:
+            from .transpose import transpose
+
+            self._keys, self._bitmaps, self._offsets, self._values = transpose(
+                source.keys, source.bitmaps, source.offsets, source.values,
+                source._column_order())
+            self._transpose_of = None
+        return self._keys, self._bitmaps, self._offsets, self._values
+
+    @property
+    def keys(self) -> Any:
+        return self._arrays()[0]
+
+    @keys.setter
+    def keys(self, keys: Any) -> None:
+        self._arrays()
+        self._keys = keys
+        self._cache.clear()
+
+    @property
+    def bitmaps(self) -> Any:
+        return self._arrays()[1]
+
+    @bitmaps.setter
+    def bitmaps(self, bitmaps: Any) -> None:
+        self._arrays()
+        self._bitmaps = bitmaps
+
+    @property
+    def offsets(self) -> Any:
+        return self._arrays()[2]
+
+    @offsets.setter
+    def offsets(self, offsets: Any) -> None:
+        self._arrays()
+        self._offsets = offsets
+
+    @property
+    def values(self) -> Any:
+        return self._arrays()[3]
+
+    @values.setter
+    def values(self, values: Any) -> None:
+        self._arrays()
+        self._values = values
+
+    def _column_order(self) -> Any:
+        """The blocks in (block column, block row) order, computed once."""
+        order = self._cache.get("column_order")
+        if order is None:
+            from .transpose import column_order
+
+            order = self._cache["column_order"] = column_order(self.keys)
+        return order
 
     @classmethod
     def _from_blocks(cls, keys: Any, bitmaps: Any, offsets: Any, values: Any,
@@ -245,11 +310,15 @@ class BitmapMatrix:
     @property
     def nblocks(self) -> int:
         """Number of stored (non-empty) 8x8 blocks."""
-        return int(self.keys.shape[0])
+        if self._transpose_of is not None:
+            return self._transpose_of.nblocks
+        return int(self._keys.shape[0])
 
     @property
     def nnz(self) -> int:
         """Number of stored elements (explicit zeros included)."""
+        if self._transpose_of is not None:
+            return self._transpose_of.nnz
         if self._nnz is None:
             self._nnz = int(self.offsets[-1])  # sync: pattern matrices count bits
         return self._nnz
@@ -257,7 +326,9 @@ class BitmapMatrix:
     @property
     def on_device(self) -> bool:
         """True when the arrays are CuPy arrays on a GPU."""
-        return not isinstance(self.keys, np.ndarray)
+        if self._transpose_of is not None:
+            return self._transpose_of.on_device
+        return not isinstance(self._keys, np.ndarray)
 
     @property
     def has_canonical_format(self) -> bool:
@@ -269,7 +340,11 @@ class BitmapMatrix:
         return self.transpose()
 
     def _xp(self) -> Any:
-        return get_array_module(self.keys)
+        return get_array_module(self._block_source().keys)
+
+    def _block_source(self) -> BitmapMatrix:
+        """The matrix holding the arrays: the source of a lazy transpose, else self."""
+        return self._transpose_of if self._transpose_of is not None else self
 
     def __repr__(self) -> str:
         where = "on the GPU" if self.on_device else "on the host"
@@ -435,34 +510,307 @@ class BitmapMatrix:
         return out
 
     def transpose(self) -> BitmapMatrix:
-        """The transpose, as a new BitmapMatrix."""
-        rows, cols = self._coo_indices()
-        return BitmapMatrix.from_coo(cols, rows, self.values, self.shape[::-1]) \
-            if self.values is not None else BitmapMatrix._pattern_from_coo(
-                cols, rows, self.shape[::-1])
+        """The transpose, as a BitmapMatrix that shares this one's arrays until needed.
 
-    @classmethod
-    def _pattern_from_coo(cls, rows: Any, cols: Any, shape: tuple[int, int]) -> BitmapMatrix:
-        keys, bitmaps, offsets, _ = convert.coo_to_bitmap(rows, cols, None, shape)
-        return cls._from_blocks(keys, bitmaps, offsets, None, shape)
+        ``A.T @ x``, ``A.T.sum(axis)`` and ``A.T.T`` read A's arrays directly;
+        anything else that needs the blocks of A.T computes them once (a
+        block-local transpose, see :mod:`bmsparse.transpose`). Like scipy's
+        transpose, the result shares A's values: change neither in place.
+
+        Notes
+        -----
+        O(1) until the blocks are needed; then one stable sort of A's block
+        columns (kept with A, as ``A.T @ x`` uses it too) and O(nblocks +
+        nnz) work, no sync.
+        """
+        if self._transpose_of is not None:
+            return self._transpose_of
+        t = BitmapMatrix.__new__(BitmapMatrix)
+        t._set(None, None, None, None, self.shape[::-1], self.dtype, self._nnz)
+        t._transpose_of = self
+        return t
 
     # --- arithmetic --------------------------------------------------------
 
-    def __matmul__(self, other: Any) -> BitmapMatrix:
+    __array_priority__ = 10.1  # CuPy arrays defer to our reflected operators, as to scipy's
+    __array_ufunc__ = None     # NumPy arrays and scalars do too
+
+    def __matmul__(self, other: Any) -> Any:
         from .spgemm import spgemm
+        from .spmv import matmul_dense
 
         if isinstance(other, BitmapMatrix):
             return spgemm(self, other)
         if _is_scipy_sparse(other) or _is_cupyx_sparse(other):
             return spgemm(self, BitmapMatrix(other))
+        if _is_dense(other):
+            source = self._transpose_of
+            if source is not None:
+                return matmul_dense(source, other, True, False)
+            return matmul_dense(self, other, False, False)
+        if _is_scalar(other):
+            raise ValueError("scalar operands are not allowed, use '*' instead")
         return NotImplemented
 
-    def __rmatmul__(self, other: Any) -> BitmapMatrix:
+    def __rmatmul__(self, other: Any) -> Any:
         from .spgemm import spgemm
+        from .spmv import matmul_dense
 
         if _is_scipy_sparse(other) or _is_cupyx_sparse(other):
             return spgemm(BitmapMatrix(other), self)
+        if _is_dense(other):
+            # x @ A is A.T @ x; X @ A is (A.T @ X.T).T, written C-ordered
+            source, transpose = ((self._transpose_of, False) if self._transpose_of is not None
+                                 else (self, True))
+            if other.ndim == 2:
+                return matmul_dense(source, other.T, transpose, True)
+            return matmul_dense(source, other, transpose, False)
+        if _is_scalar(other):
+            raise ValueError("scalar operands are not allowed, use '*' instead")
         return NotImplemented
+
+    def __add__(self, other: Any) -> Any:
+        return self._add(other, "plus")
+
+    def __radd__(self, other: Any) -> Any:
+        return self._add(other, "plus")
+
+    def __sub__(self, other: Any) -> Any:
+        return self._add(other, "minus")
+
+    def __rsub__(self, other: Any) -> Any:
+        if _is_dense(other):
+            return other - self._dense_operand(other)
+        return -self._add(other, "minus")
+
+    def _add(self, other: Any, op: str) -> Any:
+        from .elementwise import elementwise
+
+        sparse = _as_sparse(other)
+        if sparse is not None:
+            return elementwise(self, sparse, op)
+        if _is_dense(other):
+            dense = self._dense_operand(other)
+            return dense + other if op == "plus" else dense - other
+        if _is_scalar(other):
+            if other == 0:
+                return self.copy()
+            verb = "adding a nonzero scalar to" if op == "plus" else \
+                "subtracting a nonzero scalar from"
+            raise NotImplementedError(f"{verb} a sparse array is not supported")
+        return NotImplemented
+
+    def _dense_operand(self, other: Any) -> Any:
+        """This matrix as a dense array to combine with ``other``, of the same shape."""
+        get_array_module(self._block_source().keys, other)
+        if other.shape != self.shape:
+            raise ValueError(f"inconsistent shapes {self.shape} and {other.shape}")
+        return self.toarray()
+
+    def __mul__(self, other: Any) -> Any:
+        if _is_scalar(other):
+            return self._scale(other)
+        return self.multiply(other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self.__mul__(other)
+
+    def multiply(self, other: Any) -> BitmapMatrix:
+        """Element-wise product with a sparse matrix, a dense array or a scalar.
+
+        Parameters
+        ----------
+        other : BitmapMatrix, scipy/cupyx sparse matrix, dense array or scalar
+            A sparse operand has this shape; a dense one broadcasts to it.
+
+        Returns
+        -------
+        BitmapMatrix
+            With a sparse operand, entries that come out exactly zero are
+            dropped (as scipy does); with a dense one or a scalar, this
+            matrix's structure is kept, zeros included (scipy's too).
+
+        Raises
+        ------
+        ValueError
+            The shapes differ (a dense operand that does not broadcast to
+            this shape).
+        TypeError
+            Host and device operands are mixed.
+        NotImplementedError
+            A dense operand that would broadcast this matrix to a larger shape.
+        """
+        from .elementwise import elementwise
+
+        if _is_scalar(other):
+            return self._scale(other)
+        sparse = _as_sparse(other)
+        if sparse is not None:
+            return elementwise(self, sparse, "times")
+        if not _is_dense(other):
+            return NotImplemented
+        xp = get_array_module(self._block_source().keys, other)
+        try:
+            shape = np.broadcast_shapes(other.shape, self.shape)
+        except ValueError:
+            raise ValueError(f"inconsistent shapes {self.shape} and {other.shape}") from None
+        if shape != self.shape:
+            raise NotImplementedError(f"multiplying a {self.shape} matrix by a dense "
+                                      f"{other.shape} array broadcasts it to {shape}; "
+                                      "not supported")
+        dtype = upcast(self.dtype, other.dtype)
+        rows, cols = self._coo_indices()
+        factor = xp.broadcast_to(other, self.shape)[rows, cols]
+        values = (factor if self.values is None else self.values * factor).astype(dtype)
+        if dtype == np.bool_:
+            return BitmapMatrix.from_coo(rows, cols, values, self.shape)
+        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
+                                         self.offsets.copy(), values, self.shape)
+
+    def _scale(self, alpha: Any) -> BitmapMatrix:
+        """``alpha * self``: the structure is kept, zeros included (as scipy keeps it)."""
+        dtype = upcast(np.result_type(self.dtype, alpha))
+        if dtype == np.bool_:
+            # a pattern matrix cannot store False: scaling by False empties it
+            return self.copy() if alpha else BitmapMatrix.from_coo(
+                *self._coo_indices(), self._xp().zeros(self.nnz, dtype=bool), self.shape)
+        values = self.astype(dtype, copy=False).values * dtype.type(alpha)
+        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
+                                         self.offsets.copy(), values, self.shape)
+
+    def __truediv__(self, other: Any) -> BitmapMatrix:
+        if _is_scalar(other):
+            # as scipy: divide in float64 unless the dtype is complex
+            m = self.astype(np.float64, copy=False) if np.can_cast(self.dtype, np.float64) \
+                else self
+            return m._scale(1 / other)
+        if _is_dense(other):
+            return self.multiply(self._xp().divide(1, other))
+        if _as_sparse(other) is not None:
+            raise NotImplementedError("dividing by a sparse matrix is not supported")
+        return NotImplemented
+
+    def __neg__(self) -> BitmapMatrix:
+        if self.dtype == np.bool_:
+            raise NotImplementedError("negating a boolean sparse array is not supported")
+        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
+                                         self.offsets.copy(), -self.values, self.shape)
+
+    def __abs__(self) -> BitmapMatrix:
+        if self.dtype == np.bool_:
+            return self.copy()
+        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
+                                         self.offsets.copy(), abs(self.values), self.shape)
+
+    # --- reductions --------------------------------------------------------
+
+    def sum(self, axis: int | None = None, dtype: Any = None) -> Any:
+        """Sum of all entries, or of each column (``axis=0``) or row (``axis=1``).
+
+        Parameters
+        ----------
+        axis : {None, 0, 1, -2, -1}
+        dtype : dtype, optional
+            Of the sum; by default scipy's: int64 for bool and integer
+            matrices, the matrix's dtype otherwise.
+
+        Returns
+        -------
+        scalar or 1-D array
+            A NumPy scalar on the host (a 0-d CuPy array on the GPU, without
+            a sync) for ``axis=None``; else a 1-D array of length n (axis 0)
+            or m (axis 1) in the matrix's library.
+
+        Raises
+        ------
+        ValueError
+            ``axis`` is not one of the above.
+
+        Notes
+        -----
+        Row and column sums are ``A @ ones`` and ``ones @ A`` (see
+        :func:`bmsparse.spmv`), deterministic.
+        """
+        axis = _check_axis(axis)
+        dtype = _sum_dtype(self.dtype) if dtype is None else check_dtype(dtype)
+        xp = self._xp()
+        if axis is None:
+            if self.dtype == np.bool_:
+                total = self._block_source().offsets[-1].astype(dtype)
+            else:
+                total = self._block_source().values.sum(dtype=dtype)
+            return total[()] if xp is np else total
+        if axis == 1:
+            sums = self @ xp.ones(self.shape[1], dtype=dtype)
+        else:
+            sums = self.__rmatmul__(xp.ones(self.shape[0], dtype=dtype))
+        return sums.astype(dtype, copy=False)
+
+    def count_nonzero(self, axis: int | None = None) -> Any:
+        """Number of entries that are not zero (stored zeros are not counted), as scipy.
+
+        Parameters
+        ----------
+        axis : {None, 0, 1, -2, -1}
+
+        Returns
+        -------
+        int or 1-D int64 array
+            An int on the host (a 0-d CuPy array on the GPU, without a sync)
+            for ``axis=None``; per column (0) or row (1) counts otherwise.
+
+        Raises
+        ------
+        ValueError
+            ``axis`` is not one of the above.
+        """
+        axis = _check_axis(axis)
+        if self.dtype == np.bool_:
+            ones = self
+        else:
+            ones = BitmapMatrix._from_blocks(self.keys, self.bitmaps, self.offsets,
+                                             (self.values != 0).astype(np.int64), self.shape)
+        total = ones.sum(axis=axis, dtype=np.int64)
+        return int(total) if axis is None and not self.on_device else total
+
+    def diagonal(self, k: int = 0) -> Any:
+        """The k-th diagonal (zeros where nothing is stored), as scipy returns it.
+
+        Parameters
+        ----------
+        k : int
+            0 the main diagonal, above it for k > 0, below for k < 0.
+
+        Returns
+        -------
+        1-D array
+            Of length ``min(m + min(k, 0), n - max(k, 0))`` (0 when k is
+            outside the matrix), in the matrix's library and dtype.
+
+        Notes
+        -----
+        A binary search of the keys per diagonal element; no sync.
+        """
+        from ._format import bit_of, pack_keys
+
+        m, n = self.shape
+        xp = self._xp()
+        length = max(min(m + min(k, 0), n - max(k, 0)), 0)
+        rows = xp.arange(length, dtype=xp.int64) + max(-k, 0)
+        cols = rows + k
+        keys, bitmaps = self.keys, self.bitmaps
+        wanted = pack_keys(rows >> 3, cols >> 3)
+        pos = xp.minimum(xp.searchsorted(keys, wanted), self.nblocks).astype(xp.int64)
+        pad = xp.zeros(1, dtype=xp.uint64)
+        found = xp.concatenate([keys, pad])[pos] == wanted
+        bitmap = xp.where(found, xp.concatenate([bitmaps, pad])[pos], xp.uint64(0))
+        bit = bit_of(rows, cols).astype(xp.uint64)
+        present = ((bitmap >> bit) & xp.uint64(1)).astype(bool)
+        if self.values is None:
+            return present
+        index = self.offsets[pos] + popcount(bitmap & ((xp.uint64(1) << bit) - xp.uint64(1)))
+        values = xp.concatenate([self.values, xp.zeros(1, dtype=self.dtype)])
+        return values[xp.where(present, index, self.values.shape[0])]
 
 
 #: value dtypes cupyx.scipy.sparse can hold
@@ -516,6 +864,42 @@ def _padding_clear(xp: Any, bitmaps: Any, pad_rows: Any, pad_cols: Any) -> Any:
         xp.uint64))) & xp.uint64(0xFF), xp.uint64(0))
     col_mask = col_byte * xp.uint64(0x0101010101010101)
     return (bitmaps & (row_mask | col_mask)) == 0
+
+
+def _check_axis(axis: Any) -> int | None:
+    if axis is None:
+        return None
+    if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and -2 <= axis <= 1:
+        return int(axis) % 2
+    raise ValueError(f"axis must be None, 0, 1, -2 or -1, got {axis!r}")
+
+
+def _sum_dtype(dtype: np.dtype) -> np.dtype:
+    """scipy's dtype of a sum: int64 for bool and integers, else the dtype itself."""
+    return np.dtype(np.int64) if dtype.kind in "biu" else dtype
+
+
+def _is_scalar(x: Any) -> bool:
+    """A Python or NumPy number (bool included), or a NumPy 0-d numeric array."""
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and x.dtype.kind in "biufc"
+    return isinstance(x, (numbers.Number, np.bool_))
+
+
+def _is_dense(x: Any) -> bool:
+    """A NumPy or CuPy array (not a NumPy 0-d array, which counts as a scalar)."""
+    if isinstance(x, np.ndarray):
+        return x.ndim > 0
+    return type(x).__module__.startswith("cupy") and type(x).__name__ == "ndarray"
+
+
+def _as_sparse(x: Any) -> BitmapMatrix | None:
+    """``x`` as a BitmapMatrix when it is one or a scipy/cupyx sparse matrix, else None."""
+    if isinstance(x, BitmapMatrix):
+        return x
+    if _is_scipy_sparse(x) or _is_cupyx_sparse(x):
+        return BitmapMatrix(x)
+    return None
 
 
 def _contiguous(x: Any) -> Any:

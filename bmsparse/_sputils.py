@@ -71,11 +71,12 @@ def operator_index(x: Any) -> int:
     return operator.index(x)
 
 
-def matmul_mismatch(a_shape: tuple[int, int], b_shape: tuple[int, int]) -> ValueError:
-    """scipy's wording for a dimension mismatch in ``a @ b``."""
+def matmul_mismatch(a_shape: tuple[int, int], b_shape: tuple[int, ...]) -> ValueError:
+    """scipy's wording for a dimension mismatch in ``a @ b`` (``b`` a matrix or a vector)."""
+    m = "1?" if len(b_shape) == 1 else "m"
     return ValueError(
         f"matmul: dimension mismatch with signature (n,k={a_shape[1]}),"
-        f"(k={b_shape[0]},m)->(n,m) (got shapes {a_shape} and {b_shape})")
+        f"(k={b_shape[0]},{m})->(n,{m}) (got shapes {a_shape} and {b_shape})")
 
 
 def get_array_module(*arrays: Any) -> Any:

@@ -1,0 +1,280 @@
+"""A + B, A - B, A.multiply(B) and the scalar operators against scipy's csr_array."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bmsparse import BitmapMatrix, elementwise
+from tests.cases import CASES, DTYPES, assert_dense_close, host, named, ours, random_matrix
+from tests.helpers import assert_same_csr
+
+OPS = {"plus": operator.add, "minus": operator.sub, "times": lambda a, b: a.multiply(b),
+       "star": operator.mul}
+
+
+def partner(a: sp.csr_array, seed: int) -> sp.csr_array:
+    """A matrix of a's shape sharing about half of a's entries, some of them exactly
+    -a (so a + b cancels there) and some exactly a (so a - b does)."""
+    rng = np.random.default_rng(seed)
+    other = random_matrix(a.shape, 0.2, a.dtype, seed)
+    coo = a.tocoo()
+    pick = rng.random(coo.nnz) < 0.5
+    sign = rng.choice([-1, 1], coo.nnz)[pick]
+    data = coo.data[pick] if a.dtype == np.bool_ else coo.data[pick] * sign.astype(a.dtype)
+    shared = sp.csr_array((data, (coo.row[pick], coo.col[pick])), shape=a.shape, dtype=a.dtype)
+    # other's entries off the shared pattern, then the shared ones
+    off = other.tocoo()
+    keep = shared[off.row, off.col] == 0 if off.nnz else np.zeros(0, dtype=bool)
+    out = sp.csr_array((np.concatenate([off.data[keep], data]),
+                        (np.concatenate([off.row[keep], coo.row[pick]]),
+                         np.concatenate([off.col[keep], coo.col[pick]]))),
+                       shape=a.shape, dtype=a.dtype)
+    out.sort_indices()
+    return out
+
+
+def scipy_result(op: str, a, b) -> sp.csr_array:
+    out = sp.csr_array(OPS[op](a, b))
+    out.sum_duplicates()
+    return out
+
+
+@pytest.mark.parametrize("op", ["plus", "minus", "times", "star"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CASES)
+def test_matches_scipy(case, dtype, op, xp):
+    a = named(case, dtype)
+    b = partner(a, seed=3)
+    got = OPS[op](ours(a, xp), ours(b, xp))
+    got.check_format(full_check=True)
+    want = scipy_result(op, a, b)
+    assert got.dtype == want.dtype
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+@pytest.mark.parametrize("op", ["plus", "minus", "times"])
+def test_cancellations_are_dropped(op, xp):
+    a = named("dense", "float64")
+    b = a if op != "plus" else -a
+    b = b if op != "times" else a.multiply(0.0 * a)  # stored zeros: products are 0
+    got = OPS[op](ours(a, xp), ours(sp.csr_array(b), xp))
+    assert (got.nnz, got.nblocks) == (0, 0)
+    assert scipy_result(op, a, sp.csr_array(b)).nnz == 0
+
+
+@pytest.mark.parametrize(("a_dtype", "b_dtype"), [
+    ("int32", "float32"), ("bool", "int64"), ("float32", "complex64"), ("bool", "float64"),
+    ("int64", "int32")])
+@pytest.mark.parametrize("op", ["plus", "minus", "times"])
+def test_mixed_dtypes(a_dtype, b_dtype, op, xp):
+    a = named("tall", a_dtype)
+    b = partner(named("tall", b_dtype), seed=4)
+    got = OPS[op](ours(a, xp), ours(b, xp))
+    want = scipy_result(op, a, b)
+    assert got.dtype == want.dtype
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+@pytest.mark.parametrize("op", ["plus", "minus", "times"])
+def test_scipy_operand(op):
+    a, b = named("tall", "float64"), partner(named("tall", "float64"), seed=5)
+    assert_same_csr(OPS[op](BitmapMatrix(a), b).to_scipy(), scipy_result(op, a, b), rtol=0)
+
+
+@pytest.mark.parametrize("alpha", [2, -1.5, 0, 0.0, 1j, np.float32(3), True, False])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scalar_multiply_keeps_structure(dtype, alpha, xp):
+    a = named("dense", dtype)
+    for got in (alpha * ours(a, xp), ours(a, xp) * alpha, ours(a, xp).multiply(alpha)):
+        want = a * alpha
+        assert got.dtype == want.dtype
+        if want.dtype == np.bool_ and not alpha:
+            assert got.nnz == 0  # a pattern matrix cannot store False
+        else:
+            assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+@pytest.mark.parametrize("alpha", [2, 0.5, -3.0, 1j])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_divide_by_scalar(dtype, alpha, xp):
+    a = named("dense", dtype)
+    got, want = ours(a, xp) / alpha, a / alpha
+    assert got.dtype == want.dtype
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+def test_divide_by_zero():
+    with pytest.raises(ZeroDivisionError):
+        BitmapMatrix(named("tall", "float64")) / 0
+
+
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bool"])
+def test_negative_and_abs(dtype, xp):
+    a = named("dense", dtype)
+    got = -ours(a, xp)
+    assert got.dtype == a.dtype
+    assert_same_csr(got.get().to_scipy(), -a, rtol=0)
+    got = abs(ours(a, xp))
+    assert got.dtype == abs(a).dtype
+    assert_same_csr(got.get().to_scipy(), abs(a), rtol=0)
+
+
+def test_abs_of_bool_is_itself(xp):
+    a = named("tall", "bool")
+    assert_same_csr(abs(ours(a, xp)).get().to_scipy(), abs(a), rtol=0)
+
+
+def test_negating_bool_raises():
+    with pytest.raises(NotImplementedError, match="negating a boolean sparse array is not "
+                       "supported"):
+        -BitmapMatrix(named("tall", "bool"))
+
+
+@pytest.mark.parametrize("shape", [(37, 21), (1, 21), (37, 1), (21,), ()])
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "complex128"])
+def test_multiply_dense_keeps_structure(dtype, shape, xp):
+    a = named("tall", dtype)
+    rng = np.random.default_rng(6)
+    dense = rng.integers(-2, 3, shape).astype("float64")
+    got = ours(a, xp).multiply(xp.asarray(dense))
+    want = sp.csr_array(a.multiply(dense))
+    assert got.dtype == want.dtype
+    if got.dtype == np.bool_:
+        want.eliminate_zeros()
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+def test_divide_by_dense(xp):
+    a = named("tall", "float64")
+    dense = np.arange(1.0, 22.0)
+    got = ours(a, xp) / xp.asarray(dense)
+    assert_same_csr(got.get().to_scipy(), sp.csr_array(a / dense), rtol=0)
+
+
+@pytest.mark.parametrize("op", ["plus", "minus"])
+def test_add_dense_gives_dense(op, xp):
+    a = named("tall", "int64")
+    dense = np.arange(37 * 21).reshape(37, 21)
+    assert_dense_close(OPS[op](ours(a, xp), xp.asarray(dense)), OPS[op](a, dense), "int64")
+    assert_dense_close(OPS[op](xp.asarray(dense), ours(a, xp)), OPS[op](dense, a), "int64")
+
+
+@pytest.mark.parametrize("op", ["plus", "minus"])
+def test_add_zero_is_a_copy(op):
+    a = BitmapMatrix(named("tall", "float64"))
+    got = OPS[op](a, 0)
+    assert got is not a
+    assert_same_csr(got.to_scipy(), a.to_scipy(), rtol=0)
+    assert_same_csr(OPS[op](0, a).to_scipy(), OPS[op](0, named("tall", "float64")), rtol=0)
+
+
+@pytest.mark.parametrize(("op", "message"), [
+    ("plus", "adding a nonzero scalar to a sparse array is not supported"),
+    ("minus", "subtracting a nonzero scalar from a sparse array is not supported")])
+def test_nonzero_scalar_raises(op, message):
+    with pytest.raises(NotImplementedError, match=message):
+        OPS[op](BitmapMatrix(named("tall", "float64")), 1.5)
+
+
+@pytest.mark.parametrize("op", ["plus", "minus", "times"])
+def test_inconsistent_shapes(op):
+    a, b = BitmapMatrix(named("tall", "float64")), BitmapMatrix(named("wide", "float64"))
+    with pytest.raises(ValueError, match=r"inconsistent shapes \(37, 21\) and \(9, 70\)"):
+        OPS[op](a, b)
+
+
+def test_inconsistent_dense_shapes():
+    a = BitmapMatrix(named("tall", "float64"))
+    with pytest.raises(ValueError, match=r"inconsistent shapes \(37, 21\) and \(21, 37\)"):
+        a + np.ones((21, 37))
+    with pytest.raises(ValueError, match=r"inconsistent shapes \(37, 21\) and \(3, 21\)"):
+        a.multiply(np.ones((3, 21)))
+
+
+def test_dense_that_broadcasts_the_matrix_raises():
+    a = BitmapMatrix(named("tall", "float64")[[0]])
+    with pytest.raises(NotImplementedError, match=r"multiplying a \(1, 21\) matrix by a "
+                       r"dense \(4, 21\) array broadcasts it to \(4, 21\)"):
+        a.multiply(np.ones((4, 21)))
+
+
+def test_dividing_by_sparse_raises():
+    a = BitmapMatrix(named("tall", "float64"))
+    with pytest.raises(NotImplementedError, match="dividing by a sparse matrix is not "
+                       "supported"):
+        a / a
+
+
+@pytest.mark.gpu
+def test_host_and_device_operands_raise():
+    a = BitmapMatrix(named("tall", "float64"))
+    with pytest.raises(TypeError, match="operands must all be on the host"):
+        a + a.to_device()
+    import cupy
+
+    with pytest.raises(TypeError, match="operands must all be on the host"):
+        a.multiply(cupy.ones((37, 21)))
+
+
+def test_merge_blocks_union_and_intersection(xp):
+    # keys 1, 3, 5 and 3, 4, 5, 9; bitmaps chosen so 5 intersects and 3 does not
+    a_keys, a_bitmaps = xp.asarray([1, 3, 5], dtype=xp.uint64), xp.asarray([1, 2, 6],
+                                                                          dtype=xp.uint64)
+    b_keys = xp.asarray([3, 4, 5, 9], dtype=xp.uint64)
+    b_bitmaps = xp.asarray([1, 8, 4, 16], dtype=xp.uint64)
+    keys, c_a, c_b, bitmaps, nnz = elementwise.merge_blocks(a_keys, a_bitmaps, b_keys,
+                                                            b_bitmaps, True)
+    assert [host(keys).tolist(), host(c_a).tolist(), host(c_b).tolist(),
+            host(bitmaps).tolist(), nnz] == [[1, 3, 4, 5, 9], [0, 1, -1, 2, -1],
+                                             [-1, 0, 1, 2, 3], [1, 3, 8, 6, 16], 7]
+    keys, c_a, c_b, bitmaps, nnz = elementwise.merge_blocks(a_keys, a_bitmaps, b_keys,
+                                                            b_bitmaps, False)
+    assert [host(keys).tolist(), host(c_a).tolist(), host(c_b).tolist(),
+            host(bitmaps).tolist(), nnz] == [[5], [2], [2], [4], 1]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["plus", "minus", "times"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64", "complex128"])
+def test_stage_cuda_equals_numpy(dtype, op):
+    a = BitmapMatrix(named("dense", dtype))
+    b = BitmapMatrix(partner(named("dense", dtype), seed=7))
+    union = op != "times"
+    want_blocks = elementwise.merge_blocks(a.keys, a.bitmaps, b.keys, b.bitmaps, union)
+    da, db = a.to_device(), b.to_device()
+    got_blocks = elementwise.merge_blocks(da.keys, da.bitmaps, db.keys, db.bitmaps, union)
+    for g, w in zip(got_blocks[:4], want_blocks[:4], strict=True):
+        np.testing.assert_array_equal(g.get(), w)
+    assert got_blocks[4] == want_blocks[4]
+    from bmsparse._format import popcount
+    from bmsparse._primitives import exclusive_scan
+
+    want = elementwise.merge_values(op, a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets,
+                                    b.values, *want_blocks[1:3], want_blocks[3],
+                                    exclusive_scan(np, popcount(want_blocks[3])),
+                                    want_blocks[4])
+    import cupy
+
+    got = elementwise.merge_values(op, da.bitmaps, da.offsets, da.values, db.bitmaps,
+                                   db.offsets, db.values, *got_blocks[1:3], got_blocks[3],
+                                   exclusive_scan(cupy, popcount(got_blocks[3])),
+                                   got_blocks[4])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.get(), w)
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(0, 40), n=st.integers(0, 40), density=st.floats(0, 1),
+       seed=st.integers(0, 2**16), op=st.sampled_from(["plus", "minus", "times"]),
+       dtype=st.sampled_from(["bool", "int64", "float64"]))
+def test_property_matches_scipy(m, n, density, seed, op, dtype):
+    a = random_matrix((m, n), density, dtype, seed)
+    b = partner(a, seed + 1)
+    got = OPS[op](BitmapMatrix(a), BitmapMatrix(b))
+    assert_same_csr(got.to_scipy(), scipy_result(op, a, b), rtol=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 from typing import Any
 
@@ -9,20 +10,33 @@ import scipy.io
 
 from ._matrix import BitmapMatrix
 from ._readers import read_matrix
+from ._sputils import check_dtype
 
 
-def mmread(path: str | os.PathLike) -> BitmapMatrix:
+def mmread(path: str | os.PathLike, *, dtype: Any = None) -> BitmapMatrix:
     """Read a Matrix Market file (``.mtx``, ``.mtx.gz``, or a SuiteSparse ``.tar.gz``).
 
     Parameters
     ----------
     path : str or PathLike
+    dtype : dtype, optional
+        Cast the values to it. Matrix Market stores no width, so by default
+        ``integer`` files give int64, ``real`` float64 and ``complex``
+        complex128; ``dtype`` restores what was written (values written from
+        float32 or complex64 read back exactly).
 
     Returns
     -------
     BitmapMatrix
-        On the host; ``.to_device()`` moves it to the GPU. Pattern files give
-        float64 ones, as scipy reads them; stored zeros are kept.
+        On the host; ``.to_device()`` moves it to the GPU. A ``pattern``
+        ``.mtx``/``.mtx.gz`` file gives a bool (pattern) matrix, as
+        :func:`mmwrite` writes one (a pattern member of an archive gives
+        float64 ones, as scipy reads it); stored zeros are kept.
+
+    Raises
+    ------
+    TypeError
+        ``dtype`` is not supported.
 
     Examples
     --------
@@ -34,22 +48,41 @@ def mmread(path: str | os.PathLike) -> BitmapMatrix:
     array([[1., 0., 0.],
            [0., 1., 0.],
            [0., 0., 1.]])
+    >>> mmwrite(path, BitmapMatrix(np.eye(2, dtype=bool)))
+    >>> mmread(path)
+    <2x2 BitmapMatrix of dtype bool with 2 stored elements in 1 8x8 blocks, on the host>
     """
-    return BitmapMatrix(read_matrix(path))
+    dtype = None if dtype is None else check_dtype(dtype)
+    a = read_matrix(path)
+    if dtype is None and _is_pattern(path):
+        dtype = bool
+    m = BitmapMatrix(a)
+    return m if dtype is None else m.astype(dtype, copy=False)
+
+
+def _is_pattern(path: str | os.PathLike) -> bool:
+    """True for a ``.mtx`` or ``.mtx.gz`` file whose banner says ``pattern``."""
+    name = os.fspath(path).lower()
+    if not name.endswith((".mtx", ".mtx.gz")):
+        return False
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        banner = f.readline(1024).lower().split()
+    return len(banner) >= 4 and banner[0] == b"%%matrixmarket" and banner[3] == b"pattern"
 
 
 def mmwrite(path: str | os.PathLike, a: Any, *, comment: str = "") -> None:
     """Write a matrix (a BitmapMatrix or anything it accepts) as Matrix Market.
 
-    A ``.gz`` suffix writes gzip. A BitmapMatrix on the GPU is copied to the
-    host first.
+    A ``.gz`` suffix writes gzip. A bool matrix is written as ``pattern``,
+    integers as ``integer``, floats as ``real`` and complex as ``complex``.
+    A BitmapMatrix on the GPU is copied to the host first.
     """
     m = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     c = m.to_scipy()
+    field = "pattern" if m.dtype == bool else None
     if os.fspath(path).endswith(".gz"):
-        import gzip
-
         with gzip.open(path, "wb") as f:
-            scipy.io.mmwrite(f, c, comment=comment)
+            scipy.io.mmwrite(f, c, comment=comment, field=field)
     else:
-        scipy.io.mmwrite(path, c, comment=comment)
+        scipy.io.mmwrite(path, c, comment=comment, field=field)

@@ -37,3 +37,63 @@ def test_writes_what_scipy_reads(tmp_path):
     path = tmp_path / "w.mtx"
     mmwrite(path, a, comment="from bmsparse")
     assert_same_csr(sp.csr_array(scipy.io.mmread(path)), a, rtol=0)
+
+
+FIELDS = {"bool": b"pattern", "int32": b"integer", "int64": b"integer", "float32": b"real",
+          "float64": b"real", "complex64": b"complex", "complex128": b"complex"}
+#: what a file of each dtype reads back as without ``dtype``
+READ_DTYPES = {"bool": "bool", "int32": "int64", "int64": "int64", "float32": "float64",
+               "float64": "float64", "complex64": "complex128", "complex128": "complex128"}
+
+
+def banner(path) -> bytes:
+    import gzip
+
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return f.readline()
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+@pytest.mark.parametrize("dtype", list(FIELDS))
+def test_round_trip_every_dtype(tmp_path, suffix, dtype):
+    from tests.cases import named
+
+    a = BitmapMatrix(named("tall", dtype))
+    path = tmp_path / f"a{suffix}"
+    mmwrite(path, a)
+    assert banner(path).split()[3] == FIELDS[dtype]
+    got = mmread(path)
+    assert got.dtype == READ_DTYPES[dtype]
+    assert_same_csr(got.to_scipy(), a.to_scipy().astype(READ_DTYPES[dtype]), rtol=1e-6)
+    # float32 and complex64 values are written exactly: they read back bit for bit
+    from bmsparse.testing import assert_equal
+
+    assert_equal(mmread(path, dtype=dtype), a)
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+def test_empty_and_full_block_round_trip(tmp_path, suffix):
+    from bmsparse.testing import assert_equal
+    from tests.cases import named
+
+    for i, case in enumerate(["empty", "0xn", "full-block", "last-bit"]):
+        a = BitmapMatrix(named(case, "float64"))
+        path = tmp_path / f"{i}{suffix}"
+        mmwrite(path, a)
+        assert_equal(mmread(path), a)
+
+
+def test_mmread_unsupported_dtype(tmp_path):
+    path = tmp_path / "a.mtx"
+    mmwrite(path, random_csr(5, 5, 0.3, seed=1))
+    with pytest.raises(TypeError, match="dtype float16 is not supported"):
+        mmread(path, dtype=np.float16)
+
+
+@pytest.mark.gpu
+def test_device_matrix_is_written(tmp_path):
+    a = BitmapMatrix(random_csr(20, 11, 0.3, seed=3)).to_device()
+    path = tmp_path / "d.mtx.gz"
+    mmwrite(path, a)
+    assert_same_csr(mmread(path).to_scipy(), a.to_scipy(), rtol=0)

@@ -324,3 +324,30 @@ def test_sliced_smoke_cpu():
     assert "bit for bit equal to the unsliced one: True" in proc.stdout
     slices = int(proc.stdout.split(" slices")[0].rsplit(" ", 1)[-1])
     assert slices > 1
+
+
+# --- ops.py ---------------------------------------------------------------------------
+
+
+def test_ops_smoke(tmp_path, path_args):
+    folder = tmp_path / "matrices"
+    folder.mkdir()
+    scipy.io.mmwrite(folder / "square.mtx", random_csr(30, 30, 120, seed=11))
+    scipy.io.mmwrite(folder / "rect.mtx", random_csr(12, 7, 30, seed=12))
+    out = tmp_path / "ops.json"
+    proc = run_script("ops.py", folder, "--scale", "0.001", "--repeat", "1", "--warmup", "0",
+                      "--json", out, *path_args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    timed = [r for r in rows if r["ours_ms"] is not None]
+    assert {(r["matrix"], r["op"]) for r in timed} == {
+        (m, op) for m in ("surrogate", "square", "rect")
+        for op in ("A @ x", "A.T @ x", "A.T", "A + B")}
+    assert all(r["match"] is True and r["peer_ms"] > 0 and r["ratio"] > 0 for r in timed)
+    assert "geometric-mean ratio of A.T @ x" in proc.stdout
+
+
+def test_ops_missing_folder(tmp_path):
+    proc = run_script("ops.py", tmp_path / "nope", "--cpu")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"ops.py: error: {tmp_path / 'nope'}: no such folder"

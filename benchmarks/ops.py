@@ -1,0 +1,226 @@
+#!/usr/bin/env python
+"""bmsparse's operations beyond SpGEMM against cupyx (scipy without a GPU).
+
+    python benchmarks/ops.py                       # surrogate + ../shared/matrices
+    python benchmarks/ops.py DIR --only bcsstk33 --repeat 5 --json ops.json
+    python benchmarks/ops.py --no-corpus --scale 0.1
+
+For the WebBase-1M surrogate (``bmsparse.generators.webbase_surrogate``) and
+every matrix of the corpus folder, in float64, it times
+
+- ``A @ x``   SpMV: ours against cupyx ``csr @ x`` (cuSPARSE);
+- ``A.T @ x`` transposed SpMV: ours (no transposed copy) against cupyx
+  ``a.T @ x`` (a lazy CSC, cuSPARSE's transposed SpMV);
+- ``A.T``     a materialised transpose: ours (``A.T`` and its blocks, from a
+  matrix with nothing cached) against cupyx ``a.T.tocsr()``, the equivalent
+  that yields a usable CSR; cupyx's lazy ``a.T`` alone is reported too;
+- ``A + B``   with B of the same shape and another structure (``A.T`` for a
+  square A, a random matrix of the same density otherwise).
+
+CUDA events on the GPU, the host clock on the CPU path; the median of
+``--repeat`` runs after ``--warmup``. Ratio = their time / ours (above 1:
+bmsparse is faster). Every result is checked against the peer's once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common
+import numpy as np
+import scipy.sparse as sp
+from common import fmt_ms, fmt_num, fmt_x
+
+from bmsparse import BitmapMatrix, generators
+from bmsparse._readers import matrix_files, read_matrix
+
+DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
+                   or common.REPO_ROOT.parent / "shared" / "matrices")
+CPU_SCALE = 0.01
+#: on the CPU path, corpus matrices with more stored entries are skipped
+CPU_MAX_NNZ = 1_000_000
+OPS = ("A @ x", "A.T @ x", "A.T", "A + B")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="ops.py", description="SpMV, transposed SpMV, "
+                                "transpose and addition: bmsparse against cupyx (or scipy).")
+    p.add_argument("dir", nargs="?", default=None, metavar="DIR",
+                   help=f"folder of matrices (default $BMSPARSE_MATRICES or {DEFAULT_DIR})")
+    p.add_argument("--only", metavar="NAME[,NAME]", help="run only these matrices "
+                   "(\"surrogate\" names the surrogate)")
+    p.add_argument("--no-corpus", action="store_true", help="the surrogate only")
+    p.add_argument("--scale", type=float, default=None,
+                   help=f"size of the surrogate (default 1.0 on a GPU, {CPU_SCALE} on the CPU)")
+    common.add_timing_args(p)
+    p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
+    p.add_argument("--json", metavar="FILE", help="write every row here")
+    args = p.parse_args(argv)
+    common.check_timing_args(p, args)
+    return args
+
+
+def entries(args: argparse.Namespace, gpu: bool) -> list[tuple[str, Callable[[], Any]]]:
+    scale = args.scale if args.scale is not None else (1.0 if gpu else CPU_SCALE)
+    out: list[tuple[str, Callable[[], Any]]] = [
+        ("surrogate", lambda: generators.webbase_surrogate(scale, seed=0))]
+    folder = Path(args.dir) if args.dir else DEFAULT_DIR
+    if args.dir and not folder.is_dir():
+        raise common.UserError(f"{folder}: no such folder")
+    if not args.no_corpus and folder.is_dir():
+        out += [(name, lambda path=path: read_matrix(path)) for name, path in matrix_files(folder)]
+    if args.only:
+        wanted = {w.strip() for w in args.only.split(",") if w.strip()}
+        out = [e for e in out if e[0] in wanted]
+    return out
+
+
+def other_operand(a: sp.csr_array) -> sp.csr_array:
+    """B for A + B: A.T when square, else a random matrix of A's shape and density."""
+    if a.shape[0] == a.shape[1]:
+        return common.canonical_csr(a.T)
+    density = a.nnz / max(a.shape[0] * a.shape[1], 1)
+    b = sp.random_array(a.shape, density=density, format="csr", rng=1, dtype=np.float64)
+    return common.canonical_csr(b)
+
+
+def run_matrix(name: str, a: sp.csr_array, side: common.Side, *, repeat: int,
+               warmup: int) -> list[dict[str, Any]]:
+    """One row per operation."""
+    gpu = side.gpu
+    xp = np
+    if gpu:
+        import cupy
+
+        xp = cupy
+    b = other_operand(a)
+    big_a = BitmapMatrix.from_scipy(a, device=gpu)
+    big_b = BitmapMatrix.from_scipy(b, device=gpu)
+    peer_a, peer_b = side.csr(a), side.csr(b)
+    rng = np.random.default_rng(0)
+    x = xp.asarray(rng.standard_normal(a.shape[1]))
+    y = xp.asarray(rng.standard_normal(a.shape[0]))
+
+    def fresh() -> BitmapMatrix:
+        # the same arrays with nothing cached: the transpose sorts again
+        return BitmapMatrix._from_blocks(big_a.keys, big_a.bitmaps, big_a.offsets,
+                                         big_a.values, big_a.shape)
+
+    def ours_transpose() -> BitmapMatrix:
+        t = fresh().T
+        t.keys  # noqa: B018 - the blocks are computed on first use
+        return t
+
+    cases = {
+        "A @ x": (lambda: big_a @ x, lambda: peer_a @ x),
+        "A.T @ x": (lambda: big_a.T @ y, lambda: peer_a.T @ y),
+        "A.T": (ours_transpose, lambda: peer_a.T.tocsr()),
+        "A + B": (lambda: big_a + big_b, lambda: peer_a + peer_b),
+    }
+    rows = []
+    for op, (ours, theirs) in cases.items():
+        row: dict[str, Any] = {"matrix": name, "op": op, "n_rows": a.shape[0],
+                               "n_cols": a.shape[1], "nnz": a.nnz, "blocks": big_a.nblocks,
+                               "ours_ms": None, "peer_ms": None, "ratio": None, "match": None,
+                               "note": ""}
+        got, error = common.attempt(f"{name} {op}: bmsparse", lambda ours=ours: common.measure(
+            ours, side.clock, side.memory, repeat=repeat, warmup=warmup, keep=True))
+        peer, peer_error = common.attempt(f"{name} {op}: peer", lambda theirs=theirs: (
+            common.measure(theirs, side.clock, side.memory, repeat=repeat, warmup=warmup,
+                           keep=True)))
+        if got is not None:
+            row["ours_ms"] = got.timing.ms
+        if peer is not None:
+            row["peer_ms"] = peer.timing.ms
+        row["note"] = "; ".join(e for e in (error, peer_error) if e)
+        row["ratio"] = common.speedup(row["peer_ms"], row["ours_ms"])
+        if got is not None and peer is not None:
+            row["match"] = check(got.result, peer.result)
+        rows.append(row)
+        common.free_memory()
+    if gpu:
+        lazy = common.measure(lambda: peer_a.T, side.clock, side.memory, repeat=repeat,
+                              warmup=warmup)
+        rows.append({"matrix": name, "op": "A.T (cupyx lazy, no CSR)", "n_rows": a.shape[0],
+                     "n_cols": a.shape[1], "nnz": a.nnz, "blocks": big_a.nblocks,
+                     "ours_ms": None, "peer_ms": lazy.timing.ms, "ratio": None, "match": None,
+                     "note": "cupyx a.T alone: a CSC view, no data moved"})
+    return rows
+
+
+def check(ours: Any, theirs: Any) -> bool:
+    """Our result against the peer's: dense vectors within 1e-10, sparse ones exactly."""
+    if isinstance(ours, BitmapMatrix):
+        got = ours.to_scipy()
+        want = sp.csr_array(theirs.get() if hasattr(theirs, "get") else theirs)
+        return bool(common.check_product(got, want, np.float64)["match"])
+    got, want = (v.get() if hasattr(v, "get") else np.asarray(v) for v in (ours, theirs))
+    scale = float(np.abs(want).max()) if want.size else 1.0
+    return bool(np.allclose(got, want, rtol=1e-10, atol=1e-10 * max(scale, 1.0)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    device = common.detect_device(force_cpu=args.cpu)
+    side = common.Side(device)
+    try:
+        todo = entries(args, device.gpu)
+    except common.UserError as exc:
+        print(f"ops.py: error: {exc}", file=sys.stderr)
+        return 1
+    report = common.Report()
+    peer = "cupyx (cuSPARSE)" if device.gpu else "scipy"
+    where = device.name if device.gpu else f"the CPU path ({device.note})"
+    report.line(f"bmsparse operations on {where} against {peer}, float64; "
+                f"median of {args.repeat} after {args.warmup} warm-up runs")
+    rows: list[dict[str, Any]] = []
+    progress = common.Progress(len(todo))
+    try:
+        for name, load in todo:
+            progress.step(name)
+            a, error = common.attempt(f"{name}: read", load)
+            if error is None:
+                a = common.canonical_csr(a, np.float64)
+                if not device.gpu and a.nnz > CPU_MAX_NNZ:
+                    report.line(f"note: {name} skipped on the CPU path "
+                                f"({a.nnz:,} > {CPU_MAX_NNZ:,} stored entries)")
+                else:
+                    rows += run_matrix(name, a, side, repeat=args.repeat, warmup=args.warmup)
+            else:
+                report.line(f"note: {name}: {error}")
+            progress.done()
+    finally:
+        progress.close()
+    table = [[r["matrix"], r["op"], fmt_num(r["nnz"]), fmt_num(r["blocks"]),
+              fmt_ms(r["ours_ms"]), fmt_ms(r["peer_ms"]), fmt_x(r["ratio"]),
+              "" if r["match"] is None else "match" if r["match"] else "MISMATCH", r["note"]]
+             for r in rows]
+    report.line()
+    report.table(["matrix", "op", "nnz", "blocks", "ours ms", "peer ms", "ratio", "check",
+                  "note"], table, left=(0, 1, 7, 8),
+                 title=f"ratio = {peer} time / ours (above 1: bmsparse is faster)")
+    for op in OPS:
+        mean = common.geomean([r["ratio"] for r in rows if r["op"] == op])
+        report.line(f"geometric-mean ratio of {op}: {fmt_x(mean)}")
+    mismatches = [f"{r['matrix']} {r['op']}" for r in rows if r["match"] is False]
+    if mismatches:
+        report.line(f"MISMATCH: {', '.join(mismatches)}")
+    if args.json:
+        common.write_json(args.json, {"script": "ops.py", "device": device.describe(),
+                                      "peer": peer, "rows": rows,
+                                      "settings": {"repeat": args.repeat,
+                                                   "warmup": args.warmup,
+                                                   "scale": args.scale}})
+        report.line(f"wrote {args.json}")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _pattern
-from ._format import block_rows_of, nblocks_along, popcount
+from ._format import BLOCK, block_cols_of, block_rows_of, nblocks_along, popcount
 from ._matrix import BitmapMatrix
 from ._primitives import exclusive_scan
 from ._sputils import get_array_module
+from .elementwise import merge_blocks
 from .spgemm import masked_pair_sum, spgemm
 
 __all__ = ["bfs_levels", "connected_components", "multi_source_bfs", "pagerank", "sssp",
@@ -94,15 +94,58 @@ def _structure(a: BitmapMatrix) -> BitmapMatrix:
     return BitmapMatrix._from_blocks(a.keys, a.bitmaps, a.offsets, None, a.shape)
 
 
-def _pattern_matrix(keys: Any, bitmaps: Any, shape: tuple[int, int]) -> BitmapMatrix:
+def _pattern_matrix(keys: Any, bitmaps: Any, shape: tuple[int, int],
+                    nnz: int | None = None) -> BitmapMatrix:
     xp = get_array_module(keys)
     offsets = exclusive_scan(xp, popcount(bitmaps))
-    return BitmapMatrix._from_blocks(keys, bitmaps, offsets, None, shape)
+    return BitmapMatrix._from_blocks(keys, bitmaps, offsets, None, shape, nnz=nnz)
 
 
-def _symmetric(a: BitmapMatrix) -> tuple[Any, Any]:
-    """Keys and bitmaps of the pattern of ``a`` or its transpose."""
-    return _pattern.union(a.keys, a.bitmaps, *_pattern.transpose(a.keys, a.bitmaps))
+def _union(a: BitmapMatrix, b: BitmapMatrix) -> BitmapMatrix:
+    """The pattern of the entries of ``a`` or ``b`` (a merge of keys, no sort)."""
+    keys, _, _, bitmaps, nnz = merge_blocks(a.keys, a.bitmaps, b.keys, b.bitmaps, True)
+    return _pattern_matrix(keys, bitmaps, a.shape, nnz)
+
+
+def _symmetric(a: BitmapMatrix) -> BitmapMatrix:
+    """The pattern of ``a`` or ``a.T``: the undirected graph."""
+    pattern = _structure(a)
+    return _union(pattern, pattern.T)
+
+
+#: bit (r, c) of a block for c < r: byte r holds its low r bits
+_STRICT_LOWER = sum(((1 << r) - 1) << (BLOCK * r) for r in range(BLOCK))
+#: bit (r, c) of a block for c > r
+_STRICT_UPPER = sum(((0xFF << (r + 1)) & 0xFF) << (BLOCK * r) for r in range(BLOCK))
+
+
+def _triangle_blocks(keys: Any, bitmaps: Any, part: str) -> tuple[Any, Any]:
+    """Keys and bitmaps of the strictly lower (``"lower"``) or upper triangle.
+
+    Blocks off the diagonal are kept or dropped whole; a diagonal block keeps
+    the bits of its own strict triangle; blocks left empty are dropped.
+    """
+    xp = get_array_module(keys, bitmaps)
+    rows, cols = block_rows_of(keys), block_cols_of(keys)
+    side, inside = ((rows > cols, _STRICT_LOWER) if part == "lower"
+                    else (rows < cols, _STRICT_UPPER))
+    kept = xp.where(side, bitmaps, xp.where(rows == cols, bitmaps & xp.uint64(inside),
+                                            xp.uint64(0)))
+    nonempty = kept != 0
+    return keys[nonempty], kept[nonempty]
+
+
+def _dense_row(xp: Any, n: int) -> tuple[Any, Any, Any]:
+    """Keys, bitmaps and offsets of a 1 x n matrix holding all n entries.
+
+    Its values are then any array of length n, in column order.
+    """
+    nb = nblocks_along(n)
+    keys = xp.arange(nb, dtype=xp.uint64)  # block row 0: the key is the block column
+    bitmaps = xp.full(nb, 0xFF, dtype=xp.uint64)
+    if n % BLOCK:
+        bitmaps[-1] = (1 << (n % BLOCK)) - 1
+    return keys, bitmaps, exclusive_scan(xp, popcount(bitmaps))
 
 
 # --- triangles -----------------------------------------------------------------------
@@ -136,8 +179,9 @@ def triangle_count(a: Any) -> int:
     triangle ``i > j > k`` is one ``j`` with ``L[i, j]`` and ``L[j, k]`` under
     ``L[i, k]``: the count is ``masked_pair_sum(L, L, L)``, which sums the
     masked Boolean products of the blocks without forming ``L @ L``. ``L`` is
-    built on keys and bitmaps (a transpose of the upper blocks and a union),
-    never through COO. Exact (integer arithmetic); one sync for the count.
+    built on keys and bitmaps (a block-local transpose, a merge of keys and
+    bit masks on the diagonal blocks), never through COO. Exact (integer
+    arithmetic); a few syncs.
 
     Examples
     --------
@@ -151,10 +195,9 @@ def triangle_count(a: Any) -> int:
     2
     """
     a = _adjacency(a)
-    lower = _pattern.triangle(a.keys, a.bitmaps, "lower")
-    upper = _pattern.triangle(a.keys, a.bitmaps, "upper")
-    keys, bitmaps = _pattern.union(*lower, *_pattern.transpose(*upper))
-    low = _pattern_matrix(keys, bitmaps, a.shape)
+    undirected = _symmetric(a)
+    low = _pattern_matrix(*_triangle_blocks(undirected.keys, undirected.bitmaps, "lower"),
+                          a.shape)
     return int(masked_pair_sum(low, low, low))
 
 
@@ -268,8 +311,7 @@ def multi_source_bfs(a: Any, sources: Any) -> Any:
                           complement=True)
         rows, cols = frontier._coo_indices()
         levels[rows, cols] = level
-        visited = _pattern_matrix(*_pattern.union(visited.keys, visited.bitmaps,
-                                                  frontier.keys, frontier.bitmaps), (s, n))
+        visited = _union(visited, frontier)
     return levels
 
 
@@ -389,8 +431,8 @@ def pagerank(a: Any, damping: float = 0.85, *, tol: float = 1e-6,
     where ``A_out`` divides each row of the pattern by its out-degree
     (self-loops count) and a dangling vertex (out-degree 0) links to every
     vertex. This is ``networkx.pagerank`` with no weights, personalization
-    or start vector. One product of a dense ``1 x n`` row with ``A`` and a
-    few syncs per iteration.
+    or start vector. One sparse matrix-vector product (``x @ A``) and one
+    sync per iteration.
 
     Examples
     --------
@@ -412,20 +454,14 @@ def pagerank(a: Any, damping: float = 0.85, *, tol: float = 1e-6,
     n = a.shape[0]
     if n == 0:
         return xp.zeros(0)
-    adjacency = _structure(a).astype(np.float64)
-    out_degree = _row_counts(adjacency).astype(np.float64)
+    adjacency = _structure(a)  # a pattern matrix multiplies as ones
+    out_degree = adjacency.count_nonzero(axis=1).astype(np.float64)
     dangling = out_degree == 0
     inverse = xp.where(dangling, 0.0, 1.0 / xp.where(dangling, 1.0, out_degree))
     ranks = xp.full(n, 1.0 / n)
-    row_keys, row_bitmaps, row_offsets = _pattern.dense_row(xp, n)
     err = np.inf
     for _ in range(operator.index(max_iter)):
-        row = BitmapMatrix._from_blocks(row_keys, row_bitmaps, row_offsets, ranks * inverse,
-                                        (1, n))
-        product = spgemm(row, adjacency, keep_zeros=True)
-        _, cols = product._coo_indices()
-        spread = xp.zeros(n)
-        spread[cols] = product.values
+        spread = (ranks * inverse) @ adjacency
         lost = xp.where(dangling, ranks, 0.0).sum()
         new = damping * (spread + lost / n) + (1.0 - damping) / n
         err = float(xp.abs(new - ranks).sum())  # sync: the convergence test
@@ -436,20 +472,6 @@ def pagerank(a: Any, damping: float = 0.85, *, tol: float = 1e-6,
                   f"(L1 change {err:.3g} >= n * tol = {n * tol:.3g})", RuntimeWarning,
                   stacklevel=2)
     return ranks
-
-
-def _row_counts(a: BitmapMatrix) -> Any:
-    """Stored entries per row, int64 [m], from the bitmaps' bytes (no atomics)."""
-    xp = a._xp()
-    m = a.shape[0]
-    shifts = xp.arange(0, 64, 8, dtype=xp.uint64)
-    per_row = popcount((a.bitmaps[:, None] >> shifts) & xp.uint64(0xFF))  # [nblocks, 8]
-    running = xp.zeros((a.nblocks + 1, 8), dtype=xp.int64)
-    xp.cumsum(per_row, axis=0, out=running[1:])
-    # keys are sorted, so the blocks of a block row are a run
-    ends = xp.searchsorted(block_rows_of(a.keys), xp.arange(nblocks_along(m)), side="right")
-    starts = xp.concatenate([xp.zeros(1, dtype=ends.dtype), ends[:-1]])
-    return (running[ends] - running[starts]).reshape(-1)[:m]
 
 
 # --- connected components --------------------------------------------------------------
@@ -501,12 +523,12 @@ def connected_components(a: Any) -> tuple[int, Any]:
     a = _adjacency(a)
     xp = a._xp()
     n = a.shape[0]
-    keys, bitmaps = _symmetric(a)
-    offsets = exclusive_scan(xp, popcount(bitmaps))
-    nnz = int(offsets[-1])  # sync: the size of the zero weights
-    zero_weights = BitmapMatrix._from_blocks(keys, bitmaps, offsets,
-                                             xp.zeros(nnz, dtype=xp.int64), a.shape)
-    row_keys, row_bitmaps, row_offsets = _pattern.dense_row(xp, n)
+    undirected = _symmetric(a)
+    zero_weights = BitmapMatrix._from_blocks(undirected.keys, undirected.bitmaps,
+                                             undirected.offsets,
+                                             xp.zeros(undirected.nnz, dtype=xp.int64),
+                                             a.shape)
+    row_keys, row_bitmaps, row_offsets = _dense_row(xp, n)
     parent = xp.arange(n, dtype=xp.int64)
     grandparent = parent.copy()
     while True:  # FastSV: O(log n) iterations in practice

@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from bmsparse import BitmapMatrix, _pattern, graph
+from bmsparse import BitmapMatrix, graph
 from bmsparse._readers import matrix_files, read_matrix
 
 from .conftest import matrices_dir
@@ -148,56 +148,35 @@ def same_partition(got: np.ndarray, want: np.ndarray) -> bool:
 # --- block helpers -----------------------------------------------------------------------
 
 
-def bits_dense(bitmaps: np.ndarray) -> np.ndarray:
-    return ((bitmaps[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).reshape(
-        -1, 8, 8).astype(bool)
-
-
-def test_transpose_bits(xp):
-    rng = np.random.default_rng(0)
-    bitmaps = rng.integers(0, 2**63, 500, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-    got = host(_pattern.transpose_bits(xp.asarray(bitmaps)))
-    np.testing.assert_array_equal(bits_dense(got), bits_dense(bitmaps).transpose(0, 2, 1))
+def test_triangle_masks():
+    assert graph._STRICT_LOWER == 0x7F3F1F0F07030100
+    assert graph._STRICT_UPPER == 0x0080C0E0F0F8FCFE
 
 
 @pytest.mark.parametrize("part", ["lower", "upper"])
 def test_triangle_blocks(xp, case, part):
     a = ours(case, xp)
-    keys, bitmaps = _pattern.triangle(a.keys, a.bitmaps, part)
+    keys, bitmaps = graph._triangle_blocks(a.keys, a.bitmaps, part)
     got = BitmapMatrix.from_blocks(keys, bitmaps, None, a.shape).get().toarray()
     want = pattern(case).toarray() != 0
     want = np.tril(want, -1) if part == "lower" else np.triu(want, 1)
     np.testing.assert_array_equal(got, want)
 
 
-def test_transpose_and_union_blocks(xp, case):
-    a = ours(case, xp)
-    keys, bitmaps = _pattern.transpose(a.keys, a.bitmaps)
-    t = BitmapMatrix.from_blocks(keys, bitmaps, None, a.shape)
-    np.testing.assert_array_equal(t.get().toarray(), pattern(case).toarray().T != 0)
-    keys, bitmaps = _pattern.union(a.keys, a.bitmaps, keys, bitmaps)
-    s = BitmapMatrix.from_blocks(keys, bitmaps, None, a.shape)
+def test_symmetric(xp, case):
+    got = graph._symmetric(ours(case, xp))
+    got.check_format(full_check=True)
     dense = pattern(case).toarray() != 0
-    np.testing.assert_array_equal(s.get().toarray(), dense | dense.T)
-
-
-def test_union_of_empty(xp):
-    empty = xp.zeros(0, dtype=xp.uint64)
-    keys, bitmaps = _pattern.union(empty, empty, empty, empty)
-    assert keys.shape == bitmaps.shape == (0,)
+    np.testing.assert_array_equal(got.get().toarray(), dense | dense.T)
+    assert got.nnz == (dense | dense.T).sum()
 
 
 @pytest.mark.parametrize("n", [0, 1, 8, 13])
 def test_dense_row(xp, n):
-    keys, bitmaps, offsets = _pattern.dense_row(xp, n)
+    keys, bitmaps, offsets = graph._dense_row(xp, n)
     row = BitmapMatrix.from_blocks(keys, bitmaps, xp.arange(n, dtype=xp.float64), (1, n))
     np.testing.assert_array_equal(row.get().toarray(), np.arange(n, dtype=float)[None, :])
     np.testing.assert_array_equal(host(offsets), host(row.offsets))
-
-
-def test_row_counts(xp, case):
-    got = host(graph._row_counts(ours(case, xp)))
-    np.testing.assert_array_equal(got, np.diff(case.indptr))
 
 
 # --- triangle_count -------------------------------------------------------------------------

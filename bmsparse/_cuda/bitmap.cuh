@@ -31,6 +31,17 @@ __device__ __forceinline__ int value_index(u64 bitmap, int bit) {
     return __popcll(bitmap & ((1ull << bit) - 1ull));
 }
 
+// the bit of `bitmap` holding value number k (0-based), by halving
+__device__ __forceinline__ int nth_set_bit(u64 bitmap, int k) {
+    int pos = 0;
+#pragma unroll
+    for (int width = 32; width > 0; width >>= 1) {
+        const int n = __popcll((bitmap >> pos) & ((1ull << width) - 1ull));
+        if (k >= n) { k -= n; pos += width; }
+    }
+    return pos;
+}
+
 __device__ __forceinline__ unsigned int block_row(u64 key) { return (unsigned int)(key >> 32); }
 __device__ __forceinline__ unsigned int block_col(u64 key) { return (unsigned int)(key & 0xffffffffull); }
 __device__ __forceinline__ u64 make_key(u64 brow, u64 bcol) { return (brow << 32) | bcol; }

@@ -196,13 +196,13 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
         clock.lap("compact")
         clock.finish()
         return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape, nnz=nnz)
-    c_values, c_nonzero, zero_blocks = multiply.multiply(
+    c_values, zero_values = multiply.multiply(
         a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, task_list.task_a,
         task_list.task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, sr, dtype)
     clock.lap("multiply")
     if drop_zeros:
         c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
-            c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
+            c_keys, c_bitmaps, c_offsets, c_values, None, zero_values)
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)

@@ -17,6 +17,26 @@
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
 
+// The bits of each block whose value is not exactly zero (when the multiply
+// stage counted zeros; it does not keep per-bit results).
+//   u64       c_bitmaps[c_nblocks]; long long c_offsets[c_nblocks + 1]; T c_values[c_nnz]
+//   long long c_nblocks
+//   u64       c_nonzero[c_nblocks]  - out: subset of c_bitmaps
+template <typename T>
+__global__ void bmsparse_compact_nonzero_bits(
+    const u64* __restrict__ c_bitmaps, const long long* __restrict__ c_offsets,
+    const T* __restrict__ c_values, long long c_nblocks, u64* __restrict__ c_nonzero)
+{
+    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= c_nblocks) return;
+    u64 keep = 0;
+    long long src = c_offsets[q];
+    for (u64 rest = c_bitmaps[q]; rest; rest &= rest - 1ull, ++src) {
+        if (!is_zero(c_values[src])) keep |= rest & (~rest + 1ull);  // the lowest bit left
+    }
+    c_nonzero[q] = keep;
+}
+
 template <typename T>
 __global__ void bmsparse_compact_values(
     const u64* __restrict__ c_bitmaps, const u64* __restrict__ c_nonzero,

@@ -21,7 +21,8 @@ from .._primitives import cumsum, exclusive_scan
 from .._sputils import get_array_module
 
 _KERNELS = "spgemm/compact.cu"
-_kernels.register(_KERNELS, {"bmsparse_compact_values": ("T",),
+_kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
+                             "bmsparse_compact_values": ("T",),
                              "bmsparse_compact_blocks": ()})
 
 
@@ -64,18 +65,20 @@ def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_ptr: Any,
 
 
 def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
-            c_nonzero: Any, zero_blocks: Any) -> tuple[Any, Any, Any, Any]:
-    """Keep only the entries whose bit is set in ``c_nonzero``.
+            c_nonzero: Any, zeros: Any) -> tuple[Any, Any, Any, Any]:
+    """Keep only the entries whose value is not exactly zero.
 
     Parameters
     ----------
     c_keys, c_bitmaps : uint64 [c_nblocks]
     c_offsets : int64 [c_nblocks + 1]
     c_values : T [nnz]
-    c_nonzero : uint64 [c_nblocks]
-        Subset of ``c_bitmaps``: the entries to keep.
-    zero_blocks : uint64 [1]
-        Number of blocks where ``c_nonzero`` differs from ``c_bitmaps``.
+    c_nonzero : uint64 [c_nblocks] or None
+        Subset of ``c_bitmaps``: the entries to keep; None to find them from
+        the values (see :func:`nonzero_bits`).
+    zeros : uint64 [1]
+        Non-zero when something is to be dropped (a count of zero values or
+        of blocks holding one).
 
     Returns
     -------
@@ -88,9 +91,11 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     On the GPU it syncs once to learn whether anything is dropped, and once
     more to size the result when something is.
     """
-    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zero_blocks)
-    if not int(zero_blocks[0]):  # sync: most products drop no value
+    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zeros)
+    if not int(zeros[0]):  # sync: most products drop no value
         return c_keys, c_bitmaps, c_offsets, c_values
+    if c_nonzero is None:
+        c_nonzero = nonzero_bits(c_bitmaps, c_offsets, c_values)
     new_offsets = exclusive_scan(xp, popcount(c_nonzero))
     rank = cumsum(xp, _nonempty(xp, c_nonzero))
     # sync: sizes of the result, in one read
@@ -101,6 +106,22 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
         values = _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values,
                                new_nnz)
     return (*_keep_blocks(xp, c_keys, c_nonzero, new_offsets, rank, kept), values)
+
+
+def nonzero_bits(c_bitmaps: Any, c_offsets: Any, c_values: Any) -> Any:
+    """The bits (uint64 [c_nblocks]) of each block whose value is not exactly zero."""
+    xp = get_array_module(c_bitmaps, c_offsets, c_values)
+    if xp is np:
+        owner, bit = set_bits(c_bitmaps)
+        keep = c_values != 0
+        out = np.zeros(c_bitmaps.shape[0], dtype=np.uint64)
+        np.bitwise_or.at(out, owner[keep], np.uint64(1) << bit[keep].astype(np.uint64))
+        return out
+    n = c_bitmaps.shape[0]
+    out = xp.empty(n, dtype=xp.uint64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_nonzero_bits", T=c_values.dtype)
+    _kernels.launch(kernel, n, (c_bitmaps, c_offsets, c_values, n, out))
+    return out
 
 
 def _nonempty(xp: Any, bitmaps: Any) -> Any:

@@ -18,8 +18,9 @@ from ..semiring import Semiring, plus_times
 from .count import bool_product
 
 _KERNELS = "spgemm/multiply.cu"
-_kernels.register(_KERNELS, {"bmsparse_multiply_values": ("T", "S")})
-_THREADS = 128  # BMSPARSE_MULTIPLY_THREADS
+_kernels.register(_KERNELS, {"bmsparse_multiply_warp_blocks": (),
+                             "bmsparse_multiply_values": ("T", "S")})
+_WARP = 32
 
 
 def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
@@ -27,7 +28,7 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
              task_a: Any, task_b: Any, c_first: Any, c_last: Any,
              c_bitmaps: Any, c_offsets: Any, nnz: int, semiring: Semiring = plus_times,
              dtype: Any = None) -> tuple[Any, Any, Any]:
-    """Values of the output blocks and which of them are non-zero.
+    """Values of the output blocks, and how many are exactly zero.
 
     Parameters
     ----------
@@ -38,6 +39,8 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     c_first, c_last : int64 [c_nblocks]
         Task run ``[c_first[q], c_last[q])`` of output block q.
     c_bitmaps : uint64 [c_nblocks]
+        None empty (``compact.drop_empty`` has run): the GPU kernel finds a
+        value's block from strictly increasing offsets.
     c_offsets : int64 [c_nblocks + 1]
     nnz : int
         ``c_offsets[-1]``, already on the host.
@@ -49,10 +52,12 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     Returns
     -------
     c_values : T [nnz]
-    c_nonzero : uint64 [c_nblocks]
-        The bits of ``c_bitmaps`` whose value is not exactly zero.
-    zero_blocks : uint64 [1]
-        Number of blocks with a value that is exactly zero (0: no value to drop).
+    zero_values : uint64 [1]
+        Number of values that are exactly zero (0: nothing to compact).
+
+    Notes
+    -----
+    One GPU thread per output value (see ``multiply.cu``); no sync.
     """
     xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, task_a, c_bitmaps)
     dtype = np.dtype(a_values.dtype if semiring.reads_values else dtype)
@@ -72,16 +77,19 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
     import cupy
 
     c_nblocks = c_bitmaps.shape[0]
+    nwarps = -(-nnz // _WARP)
+    warp_block = cupy.empty(nwarps, dtype=cupy.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_warp_blocks")
+    _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block, nwarps))
     c_values = cupy.empty(nnz, dtype=a_values.dtype)
-    c_nonzero = cupy.empty(c_nblocks, dtype=cupy.uint64)
-    zero_blocks = cupy.zeros(1, dtype=cupy.uint64)
+    zero_values = cupy.zeros(1, dtype=cupy.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype,
                                  S=semiring.functor)
-    _kernels.launch(kernel, 8 * c_nblocks, (
-        a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-        task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, c_nblocks, c_values, c_nonzero,
-        zero_blocks), block=_THREADS)
-    return c_values, c_nonzero, zero_blocks
+    _kernels.launch(kernel, nnz, (
+        a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
+        c_first, c_last, c_bitmaps, c_offsets, c_nblocks, warp_block, nnz, c_values,
+        zero_values))
+    return c_values, zero_values
 
 
 @np.errstate(invalid="ignore", over="ignore")  # inf * 0 is NaN, as in scipy, silently
@@ -122,9 +130,8 @@ def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_valu
     c_values = np.full(nnz, semiring.identity(a_values.dtype), dtype=a_values.dtype)
     _MONOIDS[semiring.monoid].at(c_values, c_pos, _terms(semiring, a_values, a_pos, b_values,
                                                          b_pos))
-    c_nonzero = _nonzero_bits(c_bitmaps, c_offsets, c_values)
-    zero_blocks = np.array([np.count_nonzero(c_nonzero != c_bitmaps)], dtype=np.uint64)
-    return c_values, c_nonzero, zero_blocks
+    zero_values = np.array([np.count_nonzero(c_values == 0)], dtype=np.uint64)
+    return c_values, zero_values
 
 
 _MONOIDS = {"plus": np.add, "min": np.minimum, "max": np.maximum}
@@ -137,12 +144,3 @@ def _terms(semiring: Semiring, a_values: np.ndarray, a_pos: np.ndarray,
         return np.ones(a_pos.shape[0], dtype=a_values.dtype)
     a, b = a_values[a_pos], b_values[b_pos]
     return a * b if semiring.binaryop == "times" else a + b
-
-
-def _nonzero_bits(c_bitmaps: np.ndarray, c_offsets: np.ndarray,
-                  c_values: np.ndarray) -> np.ndarray:
-    owner, bit = set_bits(c_bitmaps)
-    keep = c_values != 0
-    out = np.zeros(c_bitmaps.shape[0], dtype=np.uint64)
-    np.bitwise_or.at(out, owner[keep], np.uint64(1) << bit[keep].astype(np.uint64))
-    return out

@@ -332,15 +332,28 @@ def test_bool_product_identity():
 
 
 def run_multiply(xp, a, b, t, c_bitmaps, c_offsets):
-    """Values and nonzero bits; also checks the count of blocks to compact."""
-    c_values, c_nonzero, zero_blocks = multiply_mod.multiply(
+    """Values and nonzero bits (compact's nonzero_bits of the multiply's values);
+    also checks the multiply's count of zero values.
+
+    The multiply gets the non-empty blocks only, as in the pipeline (drop_empty
+    runs first); empty blocks get no nonzero bit.
+    """
+    full = np.asarray(c_bitmaps, dtype=np.uint64)
+    kept = np.flatnonzero(full)
+    offsets = np.asarray(c_offsets, dtype=np.int64)
+    c_values, zero_values = multiply_mod.multiply(
         xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(a.values),
         xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
         as_xp(xp, t.task_a, np.int64), as_xp(xp, t.task_b, np.int64),
-        as_xp(xp, t.c_ptr[:-1], np.int64), as_xp(xp, t.c_ptr[1:], np.int64),
-        as_xp(xp, c_bitmaps, np.uint64), as_xp(xp, c_offsets, np.int64), c_offsets[-1])
-    bitmaps, nonzero = np.asarray(c_bitmaps, dtype=np.uint64), host(c_nonzero)
-    assert int(zero_blocks[0]) == np.count_nonzero(nonzero != bitmaps)
+        as_xp(xp, np.asarray(t.c_ptr[:-1])[kept], np.int64),
+        as_xp(xp, np.asarray(t.c_ptr[1:])[kept], np.int64), as_xp(xp, full[kept], np.uint64),
+        as_xp(xp, np.append(offsets[kept], offsets[-1]), np.int64), c_offsets[-1])
+    kept_nonzero = host(compact_mod.nonzero_bits(
+        as_xp(xp, full[kept], np.uint64), as_xp(xp, np.append(offsets[kept], offsets[-1]),
+                                                  np.int64), c_values))
+    c_nonzero = np.zeros(full.shape[0], dtype=np.uint64)
+    c_nonzero[kept] = kept_nonzero
+    assert int(zero_values[0]) == np.count_nonzero(host(c_values) == 0)
     return c_values, c_nonzero
 
 
@@ -509,13 +522,14 @@ def test_cuda_intermediates_equal_numpy(name, dtype, runs, monkeypatch):
         c_bitmaps, c_offsets, empty = count_mod.count(
             xp.asarray(a.bitmaps), xp.asarray(b.bitmaps), t.task_a, t.task_b, t.c_ptr)
         kept = compact_mod.drop_empty(t.c_keys, c_bitmaps, c_offsets, t.c_ptr, empty)
-        c_values, c_nonzero, zero_blocks = multiply_mod.multiply(
+        c_values, zero_values = multiply_mod.multiply(
             xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(a.values),
             xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
             t.task_a, t.task_b, kept[3], kept[4], kept[1], kept[2], kept[5])
-        out = compact_mod.compact(kept[0], kept[1], kept[2], c_values, c_nonzero, zero_blocks)
+        c_nonzero = compact_mod.nonzero_bits(kept[1], kept[2], c_values)
+        out = compact_mod.compact(kept[0], kept[1], kept[2], c_values, None, zero_values)
         results[xp.__name__] = dict(
-            empty=empty, zero_blocks=zero_blocks, task_a=t.task_a, task_b=t.task_b,
+            empty=empty, zero_values=zero_values, task_a=t.task_a, task_b=t.task_b,
             c_keys=t.c_keys, c_ptr=t.c_ptr, c_bitmaps=c_bitmaps, c_offsets=c_offsets,
             c_first=kept[3], c_last=kept[4], c_nonzero=c_nonzero, c_values=c_values,
             keys=out[0], bitmaps=out[1], offsets=out[2], values=out[3])

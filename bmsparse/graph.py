@@ -509,8 +509,8 @@ def connected_components(a: Any) -> tuple[int, Any]:
     hooks with it (``f[f[u]] = min(f[f[u]], mngf[u])``, ``f = min(f, mngf,
     gf)``) until the grandparents stop changing. Iterations are
     ``O(log n)`` in practice, each a product of a dense ``1 x n`` row with
-    ``S`` and a few scatters, and one sync. Deterministic: all reductions
-    are minima.
+    ``S``, a sort of ``n`` pairs for the hooking (no atomics) and a few
+    syncs. Deterministic: all reductions are minima.
 
     Examples
     --------

@@ -92,17 +92,23 @@ def _version(module: str) -> str | None:
 
 
 def add_timing_args(p: Any) -> None:
-    """``--repeat`` and ``--warmup``, shared by the scripts."""
+    """``--repeat``, ``--warmup``, ``--cpu`` and ``--json``, shared by the scripts."""
     p.add_argument("--repeat", type=int, default=7, help="timed runs, median (default 7)")
     p.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
+    p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
+    p.add_argument("--json", metavar="FILE", help="write every result here")
 
 
 def check_timing_args(p: Any, args: Any) -> None:
-    """Refuse ``--repeat`` below 1 or a negative ``--warmup`` (argparse's error)."""
+    """Refuse ``--repeat`` below 1, a negative ``--warmup`` or a ``--scale`` (when the
+    script has one) that is not a positive number (argparse's error)."""
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
     if args.warmup < 0:
         p.error(f"--warmup must be non-negative, got {args.warmup}")
+    scale = getattr(args, "scale", None)
+    if scale is not None and not (math.isfinite(scale) and scale > 0):
+        p.error(f"--scale must be positive, got {scale}")
 
 
 def detect_device(force_cpu: bool = False) -> Device:
@@ -877,3 +883,19 @@ class Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def run_each(todo: list[tuple[str, str, Callable[[], Any]]], run_one: Callable[..., Any],
+             side: Any, args: Any, max_multiplies: int | None) -> list[Any]:
+    """``run_one(name, source, load, side, ...)`` for each entry, with a progress bar."""
+    progress = Progress(len(todo))
+    rows = []
+    try:
+        for name, source, load in todo:
+            progress.step(name)
+            rows.append(run_one(name, source, load, side, repeat=args.repeat,
+                                warmup=args.warmup, max_multiplies=max_multiplies))
+            progress.done()
+    finally:
+        progress.close()
+    return rows

@@ -75,12 +75,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-multiplies", type=float, default=None,
                    help="skip graphs whose A @ A takes more multiplies (default: no limit "
                    f"on a GPU, {CPU_MAX_MULTIPLIES:,} on the CPU path)")
-    p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
-    p.add_argument("--json", metavar="FILE", help="write every row here")
     args = p.parse_args(argv)
     common.check_timing_args(p, args)
-    if args.scale is not None and not (np.isfinite(args.scale) and args.scale > 0):
-        p.error(f"--scale must be positive, got {args.scale}")
     return args
 
 
@@ -283,16 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     if not todo:
         print("graph.py: error: no graph to run", file=sys.stderr)
         return 1
-    progress = common.Progress(len(todo))
-    rows = []
-    try:
-        for name, source, load in todo:
-            progress.step(name)
-            rows.append(run_one(name, source, load, side, repeat=args.repeat,
-                                warmup=args.warmup, max_multiplies=max_multiplies))
-            progress.done()
-    finally:
-        progress.close()
+    rows = common.run_each(todo, run_one, side, args, max_multiplies)
 
     peer = "cupyx" if device.gpu else "scipy"
     products, algorithms = [], []

@@ -60,8 +60,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--scale", type=float, default=None,
                    help=f"size of the surrogate (default 1.0 on a GPU, {CPU_SCALE} on the CPU)")
     common.add_timing_args(p)
-    p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
-    p.add_argument("--json", metavar="FILE", help="write every row here")
     args = p.parse_args(argv)
     common.check_timing_args(p, args)
     return args

@@ -64,8 +64,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-multiplies", type=float, default=None,
                    help="skip products with more multiplies (default: no limit on a GPU, "
                    f"{CPU_MAX_MULTIPLIES:,} on the CPU path)")
-    p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
-    p.add_argument("--json", metavar="FILE", help="write every row here")
     args = p.parse_args(argv)
     common.check_timing_args(p, args)
     return args
@@ -189,16 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         print("suite.py: error: no matrix to run", file=sys.stderr)
         return 1
 
-    progress = common.Progress(len(todo))
-    rows = []
-    try:
-        for name, source, load in todo:
-            progress.step(name)
-            rows.append(run_one(name, source, load, side, repeat=args.repeat,
-                                warmup=args.warmup, max_multiplies=max_multiplies))
-            progress.done()
-    finally:
-        progress.close()
+    rows = common.run_each(todo, run_one, side, args, max_multiplies)
 
     table = []
     for r in rows:

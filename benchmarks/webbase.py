@@ -76,13 +76,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64")
     common.add_timing_args(p)
     p.add_argument("--no-scipy", action="store_true", help="skip scipy on the CPU")
-    p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
-    p.add_argument("--json", metavar="FILE", help="write every result here")
     p.add_argument("--plot", metavar="FILE.png", help="draw the breakdown and the comparison")
     args = p.parse_args(argv)
     common.check_timing_args(p, args)
-    if args.scale is not None and not (np.isfinite(args.scale) and args.scale > 0):
-        p.error(f"--scale must be positive, got {args.scale}")
     return args
 
 

@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix
+from tests.cases import random_matrix
 from tests.helpers import assert_same_csr
 
 TOP = 1 << 63
@@ -21,30 +22,6 @@ def host(a):
 
 def to_xp(m: BitmapMatrix, xp) -> BitmapMatrix:
     return m if xp is np else m.to_device()
-
-
-def random_matrix(shape, density, dtype, seed, explicit_zeros=True) -> sp.csr_array:
-    """Canonical scipy CSR with values away from zero, plus a few stored zeros."""
-    m, n = shape
-    rng = np.random.default_rng(seed)
-    nnz = int(round(density * m * n))
-    flat = rng.choice(m * n, size=nnz, replace=False) if m * n else np.zeros(0, np.int64)
-    rows, cols = np.divmod(flat, max(n, 1))
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        values = np.ones(nnz, dtype=bool)          # a pattern matrix holds no False
-    else:
-        values = rng.integers(1, 9, nnz) * rng.choice([-1, 1], nnz)
-        if dtype.kind == "f":
-            values = values + rng.uniform(-0.4, 0.4, nnz)
-        values = values.astype(dtype)
-        if dtype.kind == "c":
-            values = values + 1j * rng.integers(-5, 6, nnz).astype(dtype)
-        if explicit_zeros:
-            values[rng.random(nnz) < 0.15] = 0
-    out = sp.csr_array((values, (rows, cols)), shape=shape, dtype=dtype)
-    out.sort_indices()
-    return out
 
 
 # shape (10, 19): 2 x 3 blocks, 6 entries in 4 blocks (tests/test_convert.py

@@ -885,6 +885,37 @@ class Progress:
             self._bar.close()
 
 
+def folder_entries(dir_arg: str | None, default: Path, notes: list[str],
+                   without: str) -> list[tuple[str, str, Callable[[], Any]]]:
+    """``(name, path, loader)`` for the matrices of ``dir_arg`` (or ``default``).
+
+    A missing ``dir_arg`` is an error; a missing default folder only adds the
+    note ``no folder ...: {without}``.
+    """
+    from bmsparse._readers import matrix_files, read_matrix
+
+    folder = Path(dir_arg) if dir_arg else default
+    if folder.is_dir():
+        return [(name, str(path), lambda path=path: read_matrix(path))
+                for name, path in matrix_files(folder)]
+    if dir_arg:
+        raise UserError(f"{folder}: no such folder")
+    notes.append(f"no folder {folder}: {without}")
+    return []
+
+
+def only(entries: list[tuple[Any, ...]], names: str | None, notes: list[str],
+         noun: str = "matrix") -> list[tuple[Any, ...]]:
+    """The entries named in ``--only`` (comma-separated), noting unknown names."""
+    if not names:
+        return entries
+    wanted = [w.strip() for w in names.split(",") if w.strip()]
+    unknown = [w for w in wanted if w not in {e[0] for e in entries}]
+    if unknown:
+        notes.append(f"--only: no {noun} named {', '.join(unknown)}")
+    return [e for e in entries if e[0] in wanted]
+
+
 def run_each(todo: list[tuple[str, str, Callable[[], Any]]], run_one: Callable[..., Any],
              side: Any, args: Any, max_multiplies: int | None) -> list[Any]:
     """``run_one(name, source, load, side, ...)`` for each entry, with a progress bar."""

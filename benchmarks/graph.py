@@ -43,7 +43,6 @@ from common import fmt_mib, fmt_ms, fmt_num, fmt_x
 from scipy.sparse import csgraph
 
 from bmsparse import BitmapMatrix, generators, graph, spgemm
-from bmsparse._readers import matrix_files, read_matrix
 
 DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
                    or common.REPO_ROOT.parent / "shared" / "matrices")
@@ -89,20 +88,8 @@ def entries(args: argparse.Namespace, scale: float) -> tuple[list[tuple[str, str
         out.append(("surrogate", f"generators.webbase_surrogate(scale={scale:g})",
                     lambda: generators.webbase_surrogate(scale)))
     if not args.no_corpus:
-        folder = Path(args.dir) if args.dir else DEFAULT_DIR
-        if folder.is_dir():
-            for name, path in matrix_files(folder):
-                out.append((name, str(path), lambda path=path: read_matrix(path)))
-        elif args.dir:
-            raise common.UserError(f"{folder}: no such folder")
-        else:
-            notes.append(f"no folder {folder}: only the surrogate runs")
-    if args.only:
-        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
-        unknown = sorted(set(wanted) - {name for name, _, _ in out})
-        if unknown:
-            notes.append(f"--only: no graph named {', '.join(unknown)}")
-        out = [e for e in out if e[0] in wanted]
+        out += common.folder_entries(args.dir, DEFAULT_DIR, notes, "only the surrogate runs")
+    out = common.only(out, args.only, notes, "graph")
     return out, notes
 
 

@@ -39,7 +39,6 @@ import scipy.sparse as sp
 from common import fmt_ms, fmt_num, fmt_x
 
 from bmsparse import BitmapMatrix, generators
-from bmsparse._readers import matrix_files, read_matrix
 
 DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
                    or common.REPO_ROOT.parent / "shared" / "matrices")
@@ -69,15 +68,11 @@ def entries(args: argparse.Namespace, gpu: bool) -> list[tuple[str, Callable[[],
     scale = args.scale if args.scale is not None else (1.0 if gpu else CPU_SCALE)
     out: list[tuple[str, Callable[[], Any]]] = [
         ("surrogate", lambda: generators.webbase_surrogate(scale, seed=0))]
-    folder = Path(args.dir) if args.dir else DEFAULT_DIR
-    if args.dir and not folder.is_dir():
-        raise common.UserError(f"{folder}: no such folder")
-    if not args.no_corpus and folder.is_dir():
-        out += [(name, lambda path=path: read_matrix(path)) for name, path in matrix_files(folder)]
-    if args.only:
-        wanted = {w.strip() for w in args.only.split(",") if w.strip()}
-        out = [e for e in out if e[0] in wanted]
-    return out
+    notes: list[str] = []
+    if not args.no_corpus:
+        out += [(name, load) for name, _, load in common.folder_entries(
+            args.dir, DEFAULT_DIR, notes, "only the surrogate runs")]
+    return common.only(out, args.only, notes)
 
 
 def other_operand(a: sp.csr_array) -> sp.csr_array:

@@ -35,7 +35,6 @@ import numpy as np
 from common import fmt_mib, fmt_ms, fmt_num, fmt_x
 
 from bmsparse import BitmapMatrix, generators
-from bmsparse._readers import matrix_files, read_matrix
 
 DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
                    or common.REPO_ROOT.parent / "shared" / "matrices")
@@ -74,14 +73,8 @@ def entries(args: argparse.Namespace,
     """``(name, source, loader)`` for every matrix to run, and notes for the user."""
     notes = []
     out: list[tuple[str, str, Callable]] = []
-    folder = Path(args.dir) if args.dir else DEFAULT_DIR
-    if folder.is_dir():
-        for name, path in matrix_files(folder):
-            out.append((name, str(path), lambda path=path: read_matrix(path)))
-    elif args.dir:
-        raise common.UserError(f"{folder}: no such folder")
-    else:
-        notes.append(f"no folder {folder}: only the structured matrices run")
+    out += common.folder_entries(args.dir, DEFAULT_DIR, notes,
+                                 "only the structured matrices run")
     if not args.no_structured:
         for name, make in generators.STRUCTURED.items():
             if gpu:
@@ -90,13 +83,7 @@ def entries(args: argparse.Namespace,
                 nx = CPU_GRID.get(name, CPU_GRID_DEFAULT)
                 out.append((name, f"generators.STRUCTURED[{name!r}]({nx}) (CPU path: small "
                             "grid)", lambda make=make, nx=nx: make(nx)))
-    if args.only:
-        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
-        known = {name for name, _, _ in out}
-        unknown = [w for w in wanted if w not in known]
-        if unknown:
-            notes.append(f"--only: no matrix named {', '.join(unknown)}")
-        out = [e for e in out if e[0] in wanted]
+    out = common.only(out, args.only, notes)
     return out, notes
 
 

@@ -231,8 +231,12 @@ def bfs_levels(a: Any, source: int) -> Any:
 
     Notes
     -----
-    :func:`multi_source_bfs` with one source: one masked Boolean product per
-    level. See there for the cost.
+    The frontier is a dense bool vector ``f`` and a level is the Boolean
+    matrix-vector product ``f @ A`` (:func:`bmsparse.spmv` with
+    ``transpose=True``, through A's cached column order), keeping the
+    vertices not yet reached: O(nnz + n) work and one sync per level, with no
+    sparse frontier to build. :func:`multi_source_bfs` keeps the frontiers
+    of many searches sparse instead.
 
     Examples
     --------
@@ -242,9 +246,24 @@ def bfs_levels(a: Any, source: int) -> Any:
     >>> bfs_levels(path, 0)
     array([ 0,  1,  2, -1])
     """
+    from .spmv import spmv
+
     a = _adjacency(a)
-    source = _vertex(source, a.shape[0], "source")
-    return multi_source_bfs(a, [source])[0]
+    n = a.shape[0]
+    source = _vertex(source, n, "source")
+    xp = a._xp()
+    adjacency = _structure(a)
+    levels = xp.full(n, -1, dtype=xp.int64)
+    levels[source] = 0
+    frontier = xp.zeros(n, dtype=bool)
+    frontier[source] = True
+    level = 0
+    while True:  # one Boolean matrix-vector product per level
+        level += 1
+        frontier = spmv(adjacency, frontier, transpose=True) & (levels < 0)
+        if not bool(frontier.any()):  # sync: the search ends when no vertex is new
+            return levels
+        levels = xp.where(frontier, level, levels)
 
 
 def multi_source_bfs(a: Any, sources: Any) -> Any:

@@ -1,11 +1,13 @@
 """Sparse matrix times dense vector or matrix: ``A @ x``, ``A.T @ x``, ``x @ A``.
 
-A group of ``lanes`` threads owns one block row of A (one block column for
-``A.T @ x``) and one column of X; each lane sums its share of the blocks in
-registers and a butterfly of shuffles adds the lanes' sums. ``A.T @ x``
-reads A's blocks in column-major order through a permutation computed once
-per matrix (:func:`bmsparse.transpose.column_order`) and kept with it, so
-no transposed copy is made. See ``spmv.cu``.
+Load-balanced: one thread per block of A (and column of X), a warp per 32
+consecutive blocks of the block list, whatever the lengths of the block
+rows. The blocks of one block row within a warp are summed by a segmented
+scan of shuffles; a block row spanning warps leaves one partial sum per
+warp, which a second kernel adds in warp order. ``A.T @ x`` reads A's blocks
+in column-major order through a permutation computed once per matrix
+(:func:`bmsparse.transpose.column_order`) and kept with it, so no transposed
+copy is made. See ``spmv.cu``.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, KEY_SHIFT, block_cols_of, \
 from ._sputils import get_array_module, matmul_mismatch, upcast
 
 _KERNELS = "spmv.cu"
-_kernels.register(_KERNELS, {"bmsparse_spmv_rows": ("T",), "bmsparse_spmv_cols": ("T",)})
+_kernels.register(_KERNELS, {"bmsparse_spmv_rows": ("T",), "bmsparse_spmv_cols": ("T",),
+                             "bmsparse_spmv_add_carries": ("T",)})
 _THREADS = 256  # BMSPARSE_SPMV_THREADS
-MAX_LANES = 32
+WARP = 32
 
 
 def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
@@ -56,11 +59,13 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
 
     Notes
     -----
-    O(k * (nnz + nblocks)) work; no sync. The first call with ``transpose``
-    sorts the block columns once (O(nblocks)) and keeps the permutation with
-    ``a``. Deterministic: every output is summed in a fixed order, which
-    depends only on ``a``'s shape and block count (through ``lanes``), not on
-    the run.
+    O(k * (nnz + nblocks + m + n)) work, O(k * nblocks / 2) temporary values; no
+    sync. The first call with ``transpose`` sorts the block columns once
+    (O(nblocks)) and keeps the permutation with ``a``. Deterministic: every
+    output is summed in a fixed order, which depends only on ``a``'s block
+    structure (each block in bit order, a fixed tree over its block row's
+    blocks within each warp of 32 blocks, then those pieces in warp order),
+    not on the run; the NumPy path sums in the same order.
 
     Examples
     --------
@@ -95,22 +100,13 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
         order, ptr = column_pointer(a)
     else:
         order, ptr = None, row_pointer(a)
-    ngroups = ptr.shape[0] - 1
-    lanes = lanes_for(a.nblocks, ngroups)
-    args = (a.keys, a.bitmaps, a.offsets, values, order, ptr, lanes, x2, shape[0])
+    args = (a.keys, a.bitmaps, a.offsets, values, order, ptr, x2, shape[0])
     y = _spmv_numpy(*args) if xp is np else _spmv_cuda(*args, out_transposed)
     if xp is np and out_transposed:
         y = np.ascontiguousarray(y.T)
     if x.ndim == 1:
         y = y.reshape(-1)
     return y.astype(dtype) if dtype == np.bool_ else y
-
-
-def lanes_for(nblocks: int, ngroups: int) -> int:
-    """Threads per block row (column): the power of two at most the mean
-    number of blocks per group, between 1 and 32."""
-    mean = nblocks // max(ngroups, 1)
-    return 1 << min(max(mean.bit_length() - 1, 0), MAX_LANES.bit_length() - 1)
 
 
 def row_pointer(a: Any) -> Any:
@@ -156,7 +152,7 @@ def _strides(x2: Any) -> tuple[Any, int, int]:
     return cupy.ascontiguousarray(x2), k, 1
 
 
-def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, lanes, x2, nout, out_transposed):
+def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x2, nout, out_transposed):
     import cupy
 
     k = x2.shape[1]
@@ -167,7 +163,10 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, lanes, x2, nout, out_
     else:
         y = cupy.empty((nout, k), dtype=x2.dtype)
         y_rs, y_cs = k, 1
-    ngroups = ptr.shape[0] - 1
+    nblocks = keys.shape[0]
+    nwarps = -(-nblocks // WARP)
+    # two slots of 8 partial sums per warp and column: its leading and trailing block row
+    carry = cupy.empty(nwarps * k * 2 * BLOCK, dtype=x2.dtype)
     null = np.uint64(0)
     values = null if values is None else values
     if order is None:
@@ -176,35 +175,56 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, lanes, x2, nout, out_
     else:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_cols", T=x2.dtype)
         args = (keys, bitmaps, offsets, values, order, ptr)
-    _kernels.launch(kernel, ngroups * k * lanes, (*args, ngroups, lanes, base, x_rs, x_cs, k,
-                                                  nout, y, y_rs, y_cs), block=_THREADS)
+    _kernels.launch(kernel, nwarps * WARP * k, (*args, nblocks, base, x_rs, x_cs, k, nout,
+                                                y, y_rs, y_cs, carry), block=_THREADS)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_add_carries", T=x2.dtype)
+    _kernels.launch(kernel, nout * k, (ptr, carry, k, nout, y, y_rs, y_cs), block=_THREADS)
     return y
 
 
 @np.errstate(invalid="ignore", over="ignore")  # inf * 0 is NaN, as in scipy, silently
-def _spmv_numpy(keys, bitmaps, offsets, values, order, ptr, lanes, x2, nout):
-    # every entry in value order (block, then bit), which within a block row
-    # (or column: keys are sorted by row) is the order a lane meets them
+def _spmv_numpy(keys, bitmaps, offsets, values, order, ptr, x2, nout):
+    nblocks, k = keys.shape[0], x2.shape[1]
+    nwarps = -(-nblocks // WARP)
+    # 1. each block's 8 partial sums, entries in bit order (add.at adds in
+    # array order), at the block's position in the row- or column-major list
     owner, bit = set_bits(bitmaps)
     a = np.ones(owner.shape[0], dtype=x2.dtype) if values is None else values
     if order is None:
-        group, slot = block_rows_of(keys)[owner], owner
+        group, position = block_rows_of(keys), owner
         out_row = bit >> BLOCK_SHIFT
         in_row = (block_cols_of(keys)[owner] << BLOCK_SHIFT) | (bit & BLOCK_MASK)
     else:
-        position = np.empty(order.shape[0], dtype=np.int64)
-        position[order] = np.arange(order.shape[0], dtype=np.int64)
-        group, slot = block_cols_of(keys)[owner], position[owner]
+        group = block_cols_of(keys)[order]
+        position = np.empty(nblocks, dtype=np.int64)
+        position[order] = np.arange(nblocks, dtype=np.int64)
+        position = position[owner]
         out_row = bit & BLOCK_MASK
         in_row = (block_rows_of(keys)[owner] << BLOCK_SHIFT) | (bit >> BLOCK_SHIFT)
+    acc = np.zeros((nwarps * WARP, BLOCK, k), dtype=x2.dtype)
+    np.add.at(acc, (position, out_row), a[:, None] * x2[in_row])
+    acc = acc.reshape(nwarps, WARP, BLOCK, k)
+    # 2. the segmented scan of each warp: lane l adds lane l - d's sum to its
+    # own when both are in its segment, d = 1, 2, 4, 8, 16 (past the end: -1)
+    lane_group = np.full(nwarps * WARP, -1, dtype=np.int64)
+    lane_group[:nblocks] = group
+    lane_group = lane_group.reshape(nwarps, WARP)
+    lane = np.arange(WARP)
+    head = np.ones((nwarps, WARP), dtype=bool)
+    head[:, 1:] = lane_group[:, 1:] != lane_group[:, :-1]
+    first = np.maximum.accumulate(np.where(head, lane, 0), axis=1)
+    d = 1
+    while d < WARP:
+        add = (lane - first >= d)[:, d:, None, None]
+        acc[:, d:] = np.where(add, acc[:, :-d] + acc[:, d:], acc[:, d:])
+        d <<= 1
+    # 3. and 4.: the segments' last lanes in position order, which is warp
+    # order: a block row inside a warp gets its one sum, one spanning warps
+    # the sum of its pieces from the first warp on
+    last = np.ones((nwarps, WARP), dtype=bool)
+    last[:, :-1] = lane_group[:, :-1] != lane_group[:, 1:]
+    last &= lane_group >= 0
     ngroups = ptr.shape[0] - 1
-    lane = (slot - ptr[group]) % lanes
-    partial = np.zeros((ngroups, lanes, BLOCK, x2.shape[1]), dtype=x2.dtype)
-    # add.at accumulates in array order: each lane's order in the kernel
-    np.add.at(partial, (group, lane, out_row), a[:, None] * x2[in_row])
-    # the butterfly: lane l adds lane l + d's sum to its own, d = lanes/2, ..., 1
-    d = lanes >> 1
-    while d:
-        partial = partial[:, :d] + partial[:, d:2 * d]
-        d >>= 1
-    return partial[:, 0].reshape(ngroups * BLOCK, x2.shape[1])[:nout]
+    y = np.zeros((ngroups, BLOCK, k), dtype=x2.dtype)
+    np.add.at(y, lane_group[last], acc[last])
+    return y.reshape(ngroups * BLOCK, k)[:nout]

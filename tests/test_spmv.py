@@ -1,4 +1,4 @@
-"""A @ x, A.T @ x, x @ A and A @ X against scipy; the two twins; the errors."""
+"""A @ x, A.T @ x, x @ A and A @ X against scipy; the two twins; the warp logic; the errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from bmsparse import BitmapMatrix, spmv, transpose
 from bmsparse import spmv as spmv_function
-from bmsparse.spmv import column_pointer, lanes_for, row_pointer
+from bmsparse import generators
+from bmsparse.spmv import column_pointer, row_pointer
 from tests.cases import CASES, DTYPES, assert_dense_close, host, named, ours, random_matrix
 
 # the module: bmsparse.spmv names the function
@@ -136,43 +137,219 @@ def test_pointers_match_the_keys(xp):
     np.testing.assert_array_equal(host(order), np.lexsort((rows, cols)))
 
 
-@pytest.mark.parametrize(("nblocks", "ngroups", "lanes"), [
-    (0, 0, 1), (0, 5, 1), (5, 10, 1), (10, 5, 2), (31, 4, 4), (80, 10, 8), (10**6, 10, 32)])
-def test_lanes_for(nblocks, ngroups, lanes):
-    assert lanes_for(nblocks, ngroups) == lanes
+#: blocks per block row of the warp cases (a warp holds 32 consecutive blocks)
+WARP_CASES = {
+    # row 2: positions 3..152, warps 0 (trailing, from lane 3) to 4; row 5 spans warps 4..6
+    "hub": [3, 0, 150, 1, 0, 40],
+    # rows ending at positions 32, 96 (two whole warps), 128, 129, 160 and 193
+    "warp-boundaries": [32, 64, 32, 1, 0, 31, 33],
+    # row 1: positions 16..79, trailing in warp 0, the whole of warp 1, leading in warp 2
+    "mid-warp-64": [16, 64, 16],
+    "one-block": [1],
+    "empty-rows": [0, 2, 0, 0, 5, 0, 0],
+}
 
 
-@pytest.mark.parametrize("lanes", [1, 2, 8, 32])
-@pytest.mark.parametrize("transposed", [False, True])
-def test_numpy_twin_any_lanes(lanes, transposed):
-    a = BitmapMatrix(named("dense", "float64"))
-    x = np.random.default_rng(13).standard_normal((a.shape[0] if transposed else a.shape[1], 2))
+def warp_matrix(name, dtype, seed=0, transposed=False) -> sp.csr_array:
+    """Block row i holds WARP_CASES[name][i] blocks (block column i with ``transposed``).
+
+    The shape is not a multiple of 8; every block has its (0, 0) element and
+    up to 7 more; values are random (floats not integer-valued), so a
+    different summation order would show in the last bits.
+    """
+    counts = WARP_CASES[name]
+    rng = np.random.default_rng(seed)
+    nbcols = max(counts) + 3
+    m, n = 8 * len(counts) - 3, 8 * nbcols - 5
+    rows, cols = [], []
+    for i, count in enumerate(counts):
+        for j in np.sort(rng.choice(nbcols, count, replace=False)):
+            extra = rng.integers(0, 8)
+            rows += [8 * i, *(8 * i + rng.integers(0, 8, extra))]
+            cols += [8 * j, *(8 * j + rng.integers(0, 8, extra))]
+    rows, cols = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
+    keep = (rows < m) & (cols < n)
+    rows, cols = rows[keep], cols[keep]
+    if np.dtype(dtype) == np.bool_:
+        values = np.ones(rows.shape[0], dtype=bool)
+    elif np.dtype(dtype).kind == "f":
+        values = rng.standard_normal(rows.shape[0])
+    else:
+        values = rng.integers(-9, 10, rows.shape[0])
+    a = sp.coo_array((values, (rows, cols)), shape=(m, n)).tocsr().astype(dtype)
+    a.sum_duplicates()
+    return sp.csr_array(a.T) if transposed else a
+
+
+def random_operand(shape, dtype, seed):
+    """Random floats (integers for integer dtypes): rounding shows the summation order."""
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind in "iub":
+        return dense_operand(np, shape, dtype, seed)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def kernel_model(keys, bitmaps, offsets, values, order, ptr, x2, nout):
+    """The kernels of spmv.cu transcribed thread by thread (slow), with every
+    write recorded: the twin must equal it bit for bit."""
+    nblocks, k = keys.shape[0], x2.shape[1]
+    zero = x2.dtype.type(0)
+    y = np.zeros((nout, k), dtype=x2.dtype)
+    writes = np.zeros((nout, k), dtype=np.int64)
+    carry = {}
+    for j in range(k):
+        for w in range(-(-nblocks // 32)):
+            acc = [[zero] * 8 for _ in range(32)]
+            group = [-1] * 32
+            for lane in range(32):
+                p = 32 * w + lane
+                if p >= nblocks:
+                    continue
+                q = p if order is None else int(order[p])
+                br, bc = int(keys[q]) >> 32, int(keys[q]) & 0xFFFFFFFF
+                group[lane] = br if order is None else bc
+                v = int(offsets[q])
+                for bit in range(64):
+                    if not (int(bitmaps[q]) >> bit) & 1:
+                        continue
+                    r, c = divmod(bit, 8)
+                    a = x2.dtype.type(1) if values is None else values[v]
+                    v += 1
+                    if order is None:
+                        acc[lane][r] += a * x2[8 * bc + c, j]
+                    else:
+                        acc[lane][c] += a * x2[8 * br + r, j]
+            first = [0] * 32
+            for lane in range(1, 32):
+                first[lane] = lane if group[lane] != group[lane - 1] else first[lane - 1]
+            d = 1
+            while d < 32:
+                old = [list(row) for row in acc]
+                for lane in range(32):
+                    if lane - first[lane] >= d:
+                        acc[lane] = [old[lane - d][r] + old[lane][r] for r in range(8)]
+                d *= 2
+            for lane in range(32):
+                g = group[lane]
+                if g < 0 or (lane < 31 and group[lane + 1] == g):
+                    continue
+                start, end = int(ptr[g]), int(ptr[g + 1])
+                if start >> 5 == (end - 1) >> 5:
+                    for r in range(8):
+                        if 8 * g + r < nout:
+                            y[8 * g + r, j] = acc[lane][r]
+                            writes[8 * g + r, j] += 1
+                else:
+                    slot = 0 if first[lane] == 0 else 1
+                    assert (w, j, slot) not in carry
+                    carry[w, j, slot] = acc[lane]
+    for j in range(k):  # bmsparse_spmv_add_carries
+        for i in range(nout):
+            g, r = i >> 3, i & 7
+            start, end = int(ptr[g]), int(ptr[g + 1])
+            w0, w1 = start >> 5, (end - 1) >> 5
+            if start == end:
+                y[i, j] = zero
+            elif w0 != w1:
+                s = carry[w0, j, 1 if start & 31 else 0][r]
+                for w in range(w0 + 1, w1 + 1):
+                    s += carry[w, j, 0][r]
+                y[i, j] = s
+            else:
+                continue
+            writes[i, j] += 1
+    np.testing.assert_array_equal(writes, 1)  # every output written exactly once
+    return y
+
+
+def stage_args(a, transposed, x2):
     order, ptr = column_pointer(a) if transposed else (None, row_pointer(a))
-    got = spmv_module._spmv_numpy(a.keys, a.bitmaps, a.offsets, a.values, order, ptr, lanes,
-                                  x, a.shape[1] if transposed else a.shape[0])
-    want = (a.to_scipy().T if transposed else a.to_scipy()) @ x
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    return (a.keys, a.bitmaps, a.offsets, a.values, order, ptr, x2,
+            a.shape[1] if transposed else a.shape[0])
+
+
+def test_warp_cases_have_their_structure():
+    a = BitmapMatrix(warp_matrix("hub", "float64"))
+    np.testing.assert_array_equal(np.diff(row_pointer(a)), WARP_CASES["hub"])
+    t = BitmapMatrix(warp_matrix("hub", "float64", transposed=True))
+    np.testing.assert_array_equal(np.diff(column_pointer(t)[1])[:6], WARP_CASES["hub"])
+    assert a.shape[0] % 8 and a.shape[1] % 8
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float64", "complex128"])
+@pytest.mark.parametrize("case", list(WARP_CASES))
+def test_warp_cases(case, dtype, transposed, k, xp):
+    # the counts are those of A's block rows for A @ x, block columns for A.T @ x
+    a = warp_matrix(case, dtype, seed=1, transposed=transposed)
+    want_a = a.T if transposed else a
+    x = dense_operand(xp, (want_a.shape[1], k) if k > 1 else want_a.shape[1], dtype, seed=15)
+    got = ours(a, xp).T @ x if transposed else ours(a, xp) @ x
+    assert_dense_close(got, want_a @ host(x), dtype)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("case", ["hub", "warp-boundaries"])
+def test_warp_cases_dense_matrix_times_matrix(case, order, xp):
+    a = warp_matrix(case, "float64", seed=2)
+    x = dense_operand(xp, (3, a.shape[0]), "float64", seed=16, order=order)
+    assert_dense_close(x @ ours(a, xp), host(x) @ a, "float64")
+    y = dense_operand(xp, (2, a.shape[1]), "float64", seed=17, order=order)
+    assert_dense_close(y @ ours(a, xp).T, host(y) @ a.T, "float64")
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float32", "float64"])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("case", [*WARP_CASES, "dense"])
+def test_numpy_twin_sums_in_kernel_order(case, transposed, dtype, k):
+    a = named(case, dtype) if case == "dense" else warp_matrix(case, dtype, seed=3,
+                                                               transposed=transposed)
+    a = BitmapMatrix(a)
+    compute = "int64" if dtype == "bool" else dtype
+    values = None if a.values is None else a.values.astype(compute)
+    x2 = random_operand((a.shape[0] if transposed else a.shape[1], k), compute, seed=18)
+    args = stage_args(a, transposed, x2)
+    args = (*args[:3], values, *args[4:])
+    got = spmv_module._spmv_numpy(*args)
+    np.testing.assert_array_equal(got, kernel_model(*args))
+    want = (a.to_scipy().T if transposed else a.to_scipy()).astype(compute) @ x2
+    assert_dense_close(got, want, compute)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("lanes", [1, 4, 8, 32])
+@pytest.mark.parametrize("out_transposed", [False, True])
+@pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
-def test_stage_cuda_equals_numpy(dtype, transposed, lanes):
+@pytest.mark.parametrize("case", [*WARP_CASES, "dense", "zero-nnz"])
+def test_stage_cuda_equals_numpy(case, dtype, transposed, k, out_transposed):
     import cupy
 
-    a = BitmapMatrix(named("dense", dtype))
+    a = BitmapMatrix(named(case, dtype) if case in ("dense", "zero-nnz")
+                     else warp_matrix(case, dtype, seed=4, transposed=transposed))
     d = a.to_device()
-    nout = a.shape[1] if transposed else a.shape[0]
-    x = dense_operand(np, (a.shape[0] if transposed else a.shape[1], 3), dtype, seed=14)
-    order, ptr = column_pointer(a) if transposed else (None, row_pointer(a))
-    d_order, d_ptr = column_pointer(d) if transposed else (None, row_pointer(d))
-    want = spmv_module._spmv_numpy(a.keys, a.bitmaps, a.offsets, a.values, order, ptr, lanes,
-                                   x, nout)
-    got = spmv_module._spmv_cuda(d.keys, d.bitmaps, d.offsets, d.values, d_order, d_ptr, lanes,
-                                 cupy.asarray(x), nout, False)
+    x = random_operand((a.shape[0] if transposed else a.shape[1], k), dtype, seed=14)
+    want = spmv_module._spmv_numpy(*stage_args(a, transposed, x))
+    got = spmv_module._spmv_cuda(*stage_args(d, transposed, cupy.asarray(x)), out_transposed)
     # the same summation order: equal bit for bit
+    np.testing.assert_array_equal(got.get().T if out_transposed else got.get(), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("transposed", [False, True])
+def test_cuda_equals_numpy_bitwise_on_hubs(transposed):
+    import cupy
+
+    # power-law rows and columns: hub block columns of dozens of blocks
+    a = BitmapMatrix(generators.webbase_surrogate(0.01, seed=1))
+    d = a.to_device()
+    x = np.random.default_rng(19).standard_normal(a.shape[0])
+    want = a.T @ x if transposed else a @ x
+    got = d.T @ cupy.asarray(x) if transposed else d @ cupy.asarray(x)
     np.testing.assert_array_equal(got.get(), want)
+    assert want.dtype == np.float64
 
 
 def test_mismatch_vector(xp):

@@ -1,16 +1,26 @@
 """Element-wise sums, differences and products of two bitmap matrices.
 
-1. :func:`merge_blocks` pairs the blocks of A and B by key: a union for
-   ``A + B`` and ``A - B``, an intersection for ``A.multiply(B)``; each block
-   of C learns its block of A and of B and the OR (AND) of their bitmaps.
-2. :func:`merge_values` computes every entry, values taken by their rank in
-   the block (``elementwise.cu``).
-3. ``spgemm.compact.compact`` drops results that are exactly zero, as scipy
-   does.
+The size of C is not known before its blocks are merged, but it is bounded:
+at most ``a_nblocks + b_nblocks`` blocks and ``a_nnz + b_nnz`` values (for an
+intersection, the smaller of the two). Every array is allocated with that
+bound, the device counts what it fills, and the host reads the counts once,
+at the end (``elementwise.cu`` draws the whole scheme):
+
+1. :func:`match_blocks` finds each block's key in the other operand (a
+   binary search) and what the block adds to the positions after it.
+2. An exclusive scan of that gives every block of C its position (a merge
+   without a sort), and :func:`scatter_blocks` writes C's keys, its blocks
+   of A and B, and the OR (XOR, AND) of their bitmaps.
+3. An exclusive scan of the popcounts gives C's offsets.
+4. :func:`merge_values` computes every entry, values taken by their rank in
+   the block, and counts the blocks holding an exact zero.
+5. :func:`read_sizes` is the one read: the number of blocks, of values and
+   of blocks holding a zero. Only when there is a zero,
+   ``spgemm.compact.compact`` drops it, as scipy does.
 
 Bool (pattern) matrices need no values: their sum is the OR of the bitmaps,
 their difference the XOR (scipy's ``True - True`` is a dropped 0) and their
-product the AND.
+product the AND; stages 1-3 and the read are all they take.
 """
 
 from __future__ import annotations
@@ -28,7 +38,19 @@ _KERNELS = "elementwise.cu"
 #: operation -> kernel
 OPS = {"plus": "bmsparse_elementwise_plus", "minus": "bmsparse_elementwise_minus",
        "times": "bmsparse_elementwise_times"}
-_kernels.register(_KERNELS, {name: ("T",) for name in OPS.values()})
+_kernels.register(_KERNELS, {"bmsparse_elementwise_match": (),
+                             "bmsparse_elementwise_scatter": (),
+                             **{name: ("T",) for name in OPS.values()}})
+
+#: how the bitmaps of two blocks with the same key combine (``combine`` of
+#: the kernels, ``BMSPARSE_COMBINE_*`` in elementwise.cu)
+OR, XOR, AND = 0, 1, 2
+_COMBINE = {OR: np.bitwise_or, XOR: np.bitwise_xor, AND: np.bitwise_and}
+
+#: a result keeps views into its bound-sized buffers unless the unused part
+#: is larger than the used part and than this many elements; then it is
+#: copied to its exact size (tests lower it)
+MIN_WASTE = 1 << 16
 
 
 def elementwise(a: Any, b: Any, op: str) -> Any:
@@ -45,7 +67,9 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     BitmapMatrix
         Of dtype ``numpy.result_type(a.dtype, b.dtype)``, with the structure
         of scipy's ``csr_array`` result: entries that come out exactly zero
-        are dropped (stored zeros of the operands too).
+        are dropped (stored zeros of the operands too). Its arrays may be
+        views into larger buffers (the bounds C was computed in), unless
+        more than half of a buffer would be unused (see ``MIN_WASTE``).
 
     Raises
     ------
@@ -56,9 +80,9 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
 
     Notes
     -----
-    O((a_nblocks + b_nblocks) log + a_nnz + b_nnz) work. On the GPU it syncs
-    twice (the size of C; whether a zero is dropped), and twice more when
-    one is. Deterministic: one operation per entry.
+    O((a_nblocks + b_nblocks) log + a_nnz + b_nnz) work and memory. On the
+    GPU: five launches and one sync; when a result is exactly zero,
+    compaction syncs twice more. Deterministic: one operation per entry.
 
     Examples
     --------
@@ -75,27 +99,27 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
 
     if a.shape != b.shape:
         raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
-    xp = get_array_module(a.keys, b.keys)
     dtype = upcast(a.dtype, b.dtype)
-    union = op != "times"
-    c_keys, c_a, c_b, c_bitmaps, nnz = merge_blocks(a.keys, a.bitmaps, b.keys, b.bitmaps,
-                                                    union)
+    combine = AND if op == "times" else XOR if dtype == np.bool_ and op == "minus" else OR
+    c_keys, c_a, c_b, c_bitmaps, c_offsets, c_sizes = _merge(a.keys, a.bitmaps, b.keys,
+                                                             b.bitmaps, combine)
     if dtype == np.bool_:
-        if op == "minus":
-            # True - True is 0 and dropped; True - False and False - True are True
-            c_bitmaps = _pad(xp, a.bitmaps)[c_a] ^ _pad(xp, b.bitmaps)[c_b]
-            kept = c_bitmaps != 0
-            c_keys, c_bitmaps = c_keys[kept], c_bitmaps[kept]
-        return BitmapMatrix._from_blocks(c_keys, c_bitmaps, exclusive_scan(xp, popcount(
-            c_bitmaps)), None, a.shape)
+        nc, nnz, _ = read_sizes(c_sizes, c_offsets)
+        return BitmapMatrix._from_blocks(*_fit_blocks(c_keys, c_bitmaps, c_offsets, nc), None,
+                                         a.shape, nnz=nnz)
     a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
-    c_offsets = exclusive_scan(xp, popcount(c_bitmaps))
-    c_values, c_nonzero, zero_blocks = merge_values(
-        op, a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, c_a, c_b,
-        c_bitmaps, c_offsets, nnz)
-    c_keys, c_bitmaps, c_offsets, c_values = compact(c_keys, c_bitmaps, c_offsets, c_values,
-                                                     c_nonzero, zero_blocks)
-    return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, a.shape)
+    values_bound = min(a.nnz, b.nnz) if combine == AND else a.nnz + b.nnz
+    c_values, c_nonzero = merge_values(op, a.bitmaps, a.offsets, a.values, b.bitmaps,
+                                       b.offsets, b.values, c_a, c_b, c_bitmaps, c_offsets,
+                                       c_sizes, values_bound)
+    nc, nnz, zero_blocks = read_sizes(c_sizes, c_offsets)
+    if zero_blocks:
+        arrays = compact(c_keys[:nc], c_bitmaps[:nc], c_offsets[:nc + 1], c_values[:nnz],
+                         c_nonzero[:nc], c_sizes[2:])
+    else:
+        arrays = (*_fit_blocks(c_keys, c_bitmaps, c_offsets, nc),
+                  _cut(c_values, nnz, _wasteful(nnz, c_values.shape[0])))
+    return BitmapMatrix._from_blocks(*arrays, a.shape)
 
 
 def merge_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
@@ -123,116 +147,214 @@ def merge_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
 
     Notes
     -----
-    Each key finds its rank in the other operand by binary search; a key's
-    place in C is its rank in its own operand plus the number of keys of the
-    other operand before it that C takes from there (a merge without a
-    sort). One sync reads the sizes.
+    Stages 1-3 of :func:`elementwise` and one sync. The arrays are views
+    into buffers of the bound's length.
+    """
+    c_keys, c_a, c_b, c_bitmaps, c_offsets, c_sizes = _merge(a_keys, a_bitmaps, b_keys,
+                                                             b_bitmaps, OR if union else AND)
+    nc, nnz, _ = read_sizes(c_sizes, c_offsets)
+    return c_keys[:nc], c_a[:nc], c_b[:nc], c_bitmaps[:nc], nnz
+
+
+def _merge(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
+           combine: int) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """Stages 1-3: C's block arrays in bound-sized buffers, its offsets, and
+    ``c_sizes`` (see :func:`scatter_blocks`); no sync."""
+    xp = get_array_module(a_keys, a_bitmaps, b_keys, b_bitmaps)
+    rank, step = match_blocks(a_keys, a_bitmaps, b_keys, b_bitmaps, combine)
+    c_keys, c_a, c_b, c_bitmaps, c_counts, c_sizes = scatter_blocks(
+        a_keys, a_bitmaps, b_keys, b_bitmaps, combine, rank, exclusive_scan(xp, step))
+    return c_keys, c_a, c_b, c_bitmaps, exclusive_scan(xp, c_counts), c_sizes
+
+
+def block_bound(a_nblocks: int, b_nblocks: int, combine: int) -> int:
+    """The most blocks C can have: the length of its block buffers."""
+    return min(a_nblocks, b_nblocks) if combine == AND else a_nblocks + b_nblocks
+
+
+def match_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
+                 combine: int) -> tuple[Any, Any]:
+    """Stage 1: each block's match in the other operand, and its step.
+
+    Parameters
+    ----------
+    a_keys, a_bitmaps, b_keys, b_bitmaps : uint64 [a_nblocks], [b_nblocks]
+        Canonical blocks of A and B.
+    combine : OR, XOR or AND
+        OR and XOR take the union of the keys, AND the intersection.
+
+    Returns
+    -------
+    rank : int64 [n]
+        For A's blocks, then (for a union) B's: the other operand's block
+        with the same key, or ``-1 - (number of its keys below)``.
+        ``n = a_nblocks + b_nblocks`` for a union, ``a_nblocks`` otherwise.
+    step : int64 [n]
+        What each block adds to the positions in C of the blocks after it,
+        beyond their ranks: for A, kept - matched (union) or kept
+        (intersection); for B, 1 when unmatched, -1 when matched and
+        dropped (a XOR of equal bitmaps), else 0.
     """
     xp = get_array_module(a_keys, a_bitmaps, b_keys, b_bitmaps)
+    if xp is np:
+        return _match_numpy(a_keys, a_bitmaps, b_keys, b_bitmaps, combine)
     na, nb = a_keys.shape[0], b_keys.shape[0]
-    rank_a = xp.searchsorted(b_keys, a_keys).astype(xp.int64)  # B blocks before each A block
-    a_match = _matches(xp, b_keys, rank_a, a_keys)
-    # B's bitmap at each A block (0 where B has none)
-    b_at_a = xp.where(a_match, _pad(xp, b_bitmaps)[xp.minimum(rank_a, nb)], xp.uint64(0))
+    n = na if combine == AND else na + nb
+    rank = xp.empty(n, dtype=xp.int64)
+    step = xp.empty(n, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_match")
+    _kernels.launch(kernel, n, (a_keys, a_bitmaps, na, b_keys, b_bitmaps, nb, combine, rank,
+                                step))
+    return rank, step
+
+
+def _match_numpy(a_keys, a_bitmaps, b_keys, b_bitmaps, combine):
+    rank_a, hit_a, b_at_a = _search(b_keys, b_bitmaps, a_keys)
+    kept_a = (_COMBINE[combine](a_bitmaps, b_at_a) != 0).astype(np.int64)
+    if combine == AND:
+        return rank_a, kept_a
+    rank_b, hit_b, a_at_b = _search(a_keys, a_bitmaps, b_keys)
+    dropped_b = (_COMBINE[combine](a_at_b, b_bitmaps) == 0).astype(np.int64)
+    step_b = np.where(hit_b, -dropped_b, 1)
+    return (np.concatenate([rank_a, rank_b]),
+            np.concatenate([kept_a - hit_a, step_b]).astype(np.int64))
+
+
+def _search(keys: np.ndarray, bitmaps: np.ndarray,
+            query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rank (as :func:`match_blocks` encodes it), match flag and matched
+    bitmap (0 for none) of each ``query`` key among ``keys``."""
+    below = np.searchsorted(keys, query).astype(np.int64)
+    hit = (below < keys.shape[0]) & (_at(keys, below) == query)
+    return (np.where(hit, below, -1 - below), hit,
+            np.where(hit, _at(bitmaps, below), np.uint64(0)))
+
+
+def _at(a: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``a[index]`` with ``index`` clipped into ``a`` (zeros when ``a`` is empty)."""
+    if a.shape[0] == 0:
+        return np.zeros(index.shape, dtype=a.dtype)
+    return a[np.minimum(index, a.shape[0] - 1)]
+
+
+def scatter_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any, combine: int,
+                   rank: Any, before: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """Stage 2: write C's blocks in key order into buffers of the bound's length.
+
+    Parameters
+    ----------
+    a_keys, a_bitmaps, b_keys, b_bitmaps, combine
+        As for :func:`match_blocks`.
+    rank : int64 [n]
+        From :func:`match_blocks`.
+    before : int64 [n + 1]
+        Exclusive scan of its ``step``.
+
+    Returns
+    -------
+    c_keys, c_bitmaps : uint64 [bound]
+        C's keys and combined bitmaps (see :func:`block_bound`).
+    c_a, c_b : int64 [bound]
+        A's and B's block of each block of C, -1 where the operand has none.
+    c_counts : int64 [bound]
+        The popcount of each bitmap, 0 past C's blocks.
+    c_sizes : int64 [3]
+        ``[c_nblocks, 0, 0]``; :func:`merge_values` and :func:`read_sizes`
+        fill in the rest. Only the first ``c_nblocks`` entries of the other
+        arrays (but all of ``c_counts``) are defined.
+    """
+    xp = get_array_module(a_keys, a_bitmaps, b_keys, b_bitmaps, rank, before)
+    na, nb = a_keys.shape[0], b_keys.shape[0]
+    bound = block_bound(na, nb, combine)
+    if xp is np:
+        return _scatter_numpy(a_keys, a_bitmaps, b_keys, b_bitmaps, combine, rank, before,
+                              bound)
+    c_keys = xp.empty(bound, dtype=xp.uint64)
+    c_a = xp.empty(bound, dtype=xp.int64)
+    c_b = xp.empty(bound, dtype=xp.int64)
+    c_bitmaps = xp.empty(bound, dtype=xp.uint64)
+    c_counts = xp.empty(bound, dtype=xp.int64)
+    c_sizes = xp.zeros(3, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_scatter")
+    _kernels.launch(kernel, rank.shape[0], (a_keys, a_bitmaps, na, b_keys, b_bitmaps, nb,
+                                            combine, rank, before, bound, c_keys, c_a, c_b,
+                                            c_bitmaps, c_counts, c_sizes))
+    return c_keys, c_a, c_b, c_bitmaps, c_counts, c_sizes
+
+
+def _scatter_numpy(a_keys, a_bitmaps, b_keys, b_bitmaps, combine, rank, before, bound):
+    na, n = a_keys.shape[0], rank.shape[0]
+    union = combine != AND
+    c_keys = np.zeros(bound, dtype=np.uint64)
+    c_a = np.full(bound, -1, dtype=np.int64)
+    c_b = np.full(bound, -1, dtype=np.int64)
+    c_bitmaps = np.zeros(bound, dtype=np.uint64)
+    hit = rank >= 0
+    below = np.where(hit, rank, -1 - rank)
+    hit_a, below_a = hit[:na], below[:na]
+    bitmaps = _COMBINE[combine](a_bitmaps, np.where(hit_a, _at(b_bitmaps, below_a),
+                                                    np.uint64(0)))
+    kept = np.flatnonzero(bitmaps)
+    q = (below_a[kept] if union else 0) + before[kept]
+    c_keys[q], c_a[q], c_bitmaps[q] = a_keys[kept], kept, bitmaps[kept]
+    c_b[q] = np.where(hit_a, below_a, -1)[kept]
     if union:
-        rank_b = xp.searchsorted(a_keys, b_keys).astype(xp.int64)
-        b_only = ~_matches(xp, a_keys, rank_b, b_keys)
-        b_only_before = exclusive_scan(xp, b_only.astype(xp.int64))
-        # A's blocks in C: those of A before them, plus the B-only blocks before them
-        a_pos = xp.arange(na, dtype=xp.int64) + rank_a - exclusive_scan(
-            xp, a_match.astype(xp.int64))[:-1]
-        b_pos = rank_b + b_only_before[:-1]
-        # sync: the size of C and of its values, in one read
-        extra, nnz = (int(v) for v in xp.stack([
-            b_only_before[-1], _bit_count(xp, a_bitmaps | b_at_a) + _bit_count(xp, b_bitmaps)
-            - _bit_count(xp, b_at_a)]).tolist())
-        nc = na + extra
-        # dump slot nc takes the writes of the blocks that C takes from the other side
-        c_keys = xp.empty(nc + 1, dtype=xp.uint64)
-        c_a = xp.full(nc + 1, -1, dtype=xp.int64)
-        c_b = xp.full(nc + 1, -1, dtype=xp.int64)
-        b_slot = xp.where(b_only, b_pos, nc)
-        c_keys[a_pos] = a_keys
-        c_keys[b_slot] = b_keys
-        c_a[a_pos] = xp.arange(na, dtype=xp.int64)
-        c_b[b_slot] = xp.arange(nb, dtype=xp.int64)
-        c_b[xp.where(a_match, a_pos, nc)] = rank_a
-        c_keys, c_a, c_b = c_keys[:nc], c_a[:nc], c_b[:nc]
-        c_bitmaps = _pad(xp, a_bitmaps)[c_a] | _pad(xp, b_bitmaps)[c_b]
-        return c_keys, c_a, c_b, c_bitmaps, nnz
-    both = a_bitmaps & b_at_a
-    hit = both != 0
-    before = exclusive_scan(xp, hit.astype(xp.int64))
-    # sync: the size of C and of its values, in one read
-    nc, nnz = (int(v) for v in xp.stack([before[-1], _bit_count(xp, both)]).tolist())
-    slot = xp.where(hit, before[:-1], nc)
-    c_a = xp.empty(nc + 1, dtype=xp.int64)
-    c_a[slot] = xp.arange(na, dtype=xp.int64)
-    c_a = c_a[:nc]
-    c_b = rank_a[c_a]
-    return a_keys[c_a], c_a, c_b, a_bitmaps[c_a] & b_bitmaps[c_b], nnz
-
-
-def _bit_count(xp: Any, bitmaps: Any) -> Any:
-    """Total set bits of ``bitmaps``, an int64 0-d array (no sync)."""
-    return popcount(bitmaps).sum() if bitmaps.shape[0] else xp.zeros((), dtype=xp.int64)
-
-
-def _matches(xp: Any, keys: Any, rank: Any, query: Any) -> Any:
-    """True where ``keys[rank] == query`` (rank may be ``len(keys)``: no match)."""
-    return (rank < keys.shape[0]) & (_pad(xp, keys)[xp.minimum(rank, keys.shape[0])] == query)
-
-
-def _pad(xp: Any, a: Any) -> Any:
-    """``a`` with a zero appended, so that index -1 (or ``len(a)``) reads 0."""
-    return xp.concatenate([a, xp.zeros(1, dtype=a.dtype)])
+        only = np.flatnonzero(~hit[na:])
+        q = below[na + only] + before[na + only] - before[na]
+        c_keys[q], c_b[q], c_bitmaps[q] = b_keys[only], only, b_bitmaps[only]
+    c_nblocks = na + before[n] - before[na] if union else before[n]
+    c_sizes = np.array([c_nblocks, 0, 0], dtype=np.int64)
+    return c_keys, c_a, c_b, c_bitmaps, popcount(c_bitmaps), c_sizes
 
 
 def merge_values(op: str, a_bitmaps: Any, a_offsets: Any, a_values: Any, b_bitmaps: Any,
                  b_offsets: Any, b_values: Any, c_a: Any, c_b: Any, c_bitmaps: Any,
-                 c_offsets: Any, nnz: int) -> tuple[Any, Any, Any]:
-    """Values of C's entries and which of them are not zero.
+                 c_offsets: Any, c_sizes: Any, values_bound: int) -> tuple[Any, Any]:
+    """Stage 4: values of C's entries and which of them are not zero.
 
     Parameters
     ----------
     op : {"plus", "minus", "times"}
     a_bitmaps, a_offsets, a_values : uint64 [a_nblocks], int64 [a_nblocks + 1], T [a_nnz]
     b_bitmaps, b_offsets, b_values : likewise for B (same dtype T)
-    c_a, c_b, c_bitmaps : from :func:`merge_blocks`
-    c_offsets : int64 [c_nblocks + 1]
-    nnz : int
-        ``c_offsets[-1]``, known on the host.
+    c_a, c_b, c_bitmaps : [bound], from :func:`scatter_blocks`
+    c_offsets : int64 [bound + 1]
+        Exclusive scan of its ``c_counts``.
+    c_sizes : int64 [3]
+        From :func:`scatter_blocks`; ``c_sizes[0]`` bounds the work, and the
+        number of blocks holding an exact zero is added to ``c_sizes[2]``.
+    values_bound : int
+        At least ``c_offsets[-1]`` (known on the host without a sync).
 
     Returns
     -------
-    c_values : T [nnz]
-        ``op(a, b)`` for every entry of ``c_bitmaps``, an absent operand being 0.
-    c_nonzero : uint64 [c_nblocks]
-        The bits of ``c_bitmaps`` whose value is not exactly zero.
-    zero_blocks : uint64 [1]
-        Number of blocks with a value that is exactly zero.
+    c_values : T [values_bound]
+        ``op(a, b)`` for every entry of ``c_bitmaps``, an absent operand
+        being 0; defined up to ``c_offsets[-1]``.
+    c_nonzero : uint64 [bound]
+        The bits of ``c_bitmaps`` whose value is not exactly zero; defined
+        for C's blocks.
     """
-    xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, c_a, c_bitmaps)
+    xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, c_a, c_bitmaps, c_sizes)
     args = (a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, c_a, c_b,
-            c_bitmaps, c_offsets, nnz)
+            c_bitmaps, c_offsets, c_sizes, values_bound)
     if xp is np:
         return _merge_values_numpy(op, *args)
     return _merge_values_cuda(op, *args)
 
 
 def _merge_values_cuda(op, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                       c_a, c_b, c_bitmaps, c_offsets, nnz):
+                       c_a, c_b, c_bitmaps, c_offsets, c_sizes, values_bound):
     import cupy
 
-    c_nblocks = c_bitmaps.shape[0]
-    c_values = cupy.empty(nnz, dtype=a_values.dtype)
-    c_nonzero = cupy.empty(c_nblocks, dtype=cupy.uint64)
-    zero_blocks = cupy.zeros(1, dtype=cupy.uint64)
+    bound = c_bitmaps.shape[0]
+    c_values = cupy.empty(values_bound, dtype=a_values.dtype)
+    c_nonzero = cupy.empty(bound, dtype=cupy.uint64)
     kernel = _kernels.get_kernel(_KERNELS, OPS[op], T=a_values.dtype)
-    _kernels.launch(kernel, 8 * c_nblocks, (
+    _kernels.launch(kernel, 8 * bound, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, c_a, c_b, c_bitmaps,
-        c_offsets, c_nblocks, c_values, c_nonzero, zero_blocks))
-    return c_values, c_nonzero, zero_blocks
+        c_offsets, c_sizes, c_values, c_nonzero))
+    return c_values, c_nonzero
 
 
 _NUMPY_OPS = {"plus": np.add, "minus": np.subtract, "times": np.multiply}
@@ -240,21 +362,55 @@ _NUMPY_OPS = {"plus": np.add, "minus": np.subtract, "times": np.multiply}
 
 @np.errstate(invalid="ignore", over="ignore")  # inf - inf is NaN, as in scipy, silently
 def _merge_values_numpy(op, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                        c_a, c_b, c_bitmaps, c_offsets, nnz):
-    owner, bit = set_bits(c_bitmaps)
+                        c_a, c_b, c_bitmaps, c_offsets, c_sizes, values_bound):
+    nc, nnz = int(c_sizes[0]), int(c_offsets[-1])
+    owner, bit = set_bits(c_bitmaps[:nc])
     operands = []
     for src, bitmaps, offsets, values in ((c_a, a_bitmaps, a_offsets, a_values),
                                           (c_b, b_bitmaps, b_offsets, b_values)):
         block = src[owner]
-        bm = _pad(np, bitmaps)[block]
+        bm = np.where(block >= 0, _at(bitmaps, block), np.uint64(0))
         present = ((bm >> bit.astype(np.uint64)) & np.uint64(1)).astype(bool)
         out = np.zeros(nnz, dtype=values.dtype)
         where = np.flatnonzero(present)
         out[where] = values[offsets[block[where]] + value_index(bm[where], bit[where])]
         operands.append(out)
-    c_values = _NUMPY_OPS[op](*operands)
-    keep = c_values != 0
+    c_values = np.zeros(values_bound, dtype=a_values.dtype)
+    c_values[:nnz] = _NUMPY_OPS[op](*operands)
+    keep = c_values[:nnz] != 0
     c_nonzero = np.zeros(c_bitmaps.shape[0], dtype=np.uint64)
     np.bitwise_or.at(c_nonzero, owner[keep], np.uint64(1) << bit[keep].astype(np.uint64))
-    zero_blocks = np.array([np.count_nonzero(c_nonzero != c_bitmaps)], dtype=np.uint64)
-    return c_values, c_nonzero, zero_blocks
+    c_sizes[2] += np.count_nonzero(c_nonzero[:nc] != c_bitmaps[:nc])
+    return c_values, c_nonzero
+
+
+def read_sizes(c_sizes: Any, c_offsets: Any) -> tuple[int, int, int]:
+    """Stage 5: the number of C's blocks, of its values and of its blocks
+    holding an exact zero (0 before :func:`merge_values`), in one read."""
+    xp = get_array_module(c_sizes, c_offsets)
+    if xp is np:
+        c_sizes[1] = c_offsets[-1]
+    else:  # a device-to-device copy, so that one read takes all three
+        c_sizes[1:2].data.copy_from_device_async(c_offsets[-1:].data, c_sizes.itemsize)
+    # sync: the sizes of C and whether a value is to be dropped, in one read
+    nc, nnz, zero_blocks = (int(v) for v in c_sizes.tolist())
+    return nc, nnz, zero_blocks
+
+
+def _fit_blocks(c_keys: Any, c_bitmaps: Any, c_offsets: Any,
+                nc: int) -> tuple[Any, Any, Any]:
+    """The first ``nc`` blocks of the bound-sized block buffers."""
+    copy = _wasteful(nc, c_keys.shape[0])
+    return _cut(c_keys, nc, copy), _cut(c_bitmaps, nc, copy), _cut(c_offsets, nc + 1, copy)
+
+
+def _wasteful(used: int, bound: int) -> bool:
+    """True when the unused part of a buffer is larger than both the used
+    part and ``MIN_WASTE``: a result should not hold twice its memory."""
+    return bound - used > max(used, MIN_WASTE)
+
+
+def _cut(buffer: Any, n: int, copy: bool) -> Any:
+    """``buffer[:n]``, a view or an exact-size copy."""
+    view = buffer[:n]
+    return view.copy() if copy else view

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bmsparse import BitmapMatrix, elementwise
+from bmsparse._primitives import exclusive_scan
 from tests.cases import CASES, DTYPES, assert_dense_close, host, named, ours, random_matrix
 from tests.helpers import assert_same_csr
 
@@ -242,34 +243,212 @@ def test_merge_blocks_union_and_intersection(xp):
             host(bitmaps).tolist(), nnz] == [[5], [2], [2], [4], 1]
 
 
+def block_matrix(blocks, dtype, seed: int) -> sp.csr_array:
+    """A 37 x 40 matrix (5 x 5 blocks, the last block row padded) with random
+    entries in exactly the 8x8 blocks ``blocks`` (block row, block column)."""
+    rng = np.random.default_rng(seed)
+    dense = np.zeros((40, 40))
+    for r, c in blocks:
+        tile = rng.integers(1, 5, (8, 8)) * rng.choice([-1, 1], (8, 8))
+        tile[rng.random((8, 8)) < 0.6] = 0
+        tile[r % 8, c % 8] = 3  # not empty, even where the random draw is
+        dense[8 * r:8 * r + 8, 8 * c:8 * c + 8] = tile
+    return sp.csr_array(dense[:37].astype(dtype))
+
+
+# Block layouts of A and B on the 5 x 5 block grid (A, B, or both: X):
+#   disjoint         identical        a-empty    b-empty    a-at-ends  b-at-ends
+#   A . . . .        X . . . .        . . . . .  A . . . .  A . . . .  B . . . .
+#   . B . . .        . X . . .        B . . . .  . . . . .  . . B X .  . . A X .
+#   . . A . .        . . . . X        . . . . .  . . . A .  . . . B .  . . . A .
+#   . . . B .        . . . . .        . . . B .  . . . . .  . . . . .  . . . . .
+#   . . . . A        . . . . .        . . . . .  . . . . .  . . . . A  . . . . B
+LAYOUTS = {
+    "disjoint": ([(0, 0), (2, 2), (4, 4)], [(1, 1), (3, 3)]),
+    "identical": ([(0, 0), (1, 1), (2, 4)], [(0, 0), (1, 1), (2, 4)]),
+    "a-empty": ([], [(1, 0), (3, 3)]),
+    "b-empty": ([(0, 0), (2, 3)], []),
+    "a-at-ends": ([(0, 0), (1, 3), (4, 4)], [(1, 2), (1, 3), (2, 3)]),
+    "b-at-ends": ([(1, 2), (1, 3), (2, 3)], [(0, 0), (1, 3), (4, 4)]),
+}
+
+
+@pytest.mark.parametrize("op", ["plus", "minus", "times"])
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float64"])
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_block_layouts(layout, dtype, op, xp):
+    a_blocks, b_blocks = LAYOUTS[layout]
+    a, b = block_matrix(a_blocks, dtype, seed=1), block_matrix(b_blocks, dtype, seed=2)
+    got = OPS[op](ours(a, xp), ours(b, xp))
+    got.check_format(full_check=True)
+    want = scipy_result(op, a, b)
+    assert got.dtype == want.dtype
+    assert (got.nnz, got.values is None) == (want.nnz, dtype == "bool")
+    assert got.offsets.shape == (got.nblocks + 1,)
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+@pytest.mark.parametrize("op", ["minus", "plus", "times"])
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float64"])
+def test_identical_keys(dtype, op, xp):
+    a = ours(block_matrix(LAYOUTS["identical"][0], dtype, seed=1), xp)
+    got = OPS[op](a, a)
+    got.check_format(full_check=True)
+    if op == "minus":  # everything cancels (True - True too): an empty result
+        assert (got.nblocks, got.nnz, got.keys.shape, got.offsets.tolist()) == (0, 0, (0,), [0])
+    else:
+        assert (got.nblocks, got.nnz) == (a.nblocks, a.nnz)
+        assert_same_csr(got.get().to_scipy(), scipy_result(op, a.get().to_scipy(),
+                                                           a.get().to_scipy()), rtol=0)
+
+
+@pytest.mark.parametrize("op", ["plus", "minus", "times"])
+def test_both_empty(op, xp):
+    a = ours(block_matrix([], "int64", seed=1), xp)
+    got = OPS[op](a, a)
+    got.check_format(full_check=True)
+    assert (got.shape, got.nblocks, got.nnz) == ((37, 40), 0, 0)
+
+
+def test_result_is_a_view_into_the_bound(xp):
+    # A + A: as many blocks and values as A, half of the bound a + b
+    a = ours(random_matrix((37, 21), 0.3, "int64", seed=8, explicit_zeros=False), xp)
+    got = a + a
+    got.check_format(full_check=True)
+    assert (got.nblocks, got.nnz) == (a.nblocks, a.nnz)
+    assert got.keys.base.shape == got.bitmaps.base.shape == (2 * a.nblocks,)
+    assert got.offsets.base.shape == (2 * a.nblocks + 1,)
+    assert got.values.base.shape == (2 * a.nnz,)
+    assert_same_csr(got.get().to_scipy(), 2 * a.get().to_scipy(), rtol=0)
+
+
+def test_mostly_unused_bound_is_copied(monkeypatch, xp):
+    monkeypatch.setattr(elementwise, "MIN_WASTE", 0)
+    a_blocks, b_blocks = [(0, 0), (1, 1), (2, 2), (3, 3)], [(3, 3), (4, 4), (0, 1)]
+    a, b = block_matrix(a_blocks, "int64", seed=1), block_matrix(b_blocks, "int64", seed=1)
+    a.data, b.data = np.abs(a.data), np.abs(b.data)  # no product is zero
+    got = ours(a, xp).multiply(ours(b, xp))  # one block of a bound of three
+    got.check_format(full_check=True)
+    assert got.nblocks == 1
+    for arr in (got.keys, got.bitmaps, got.offsets, got.values):
+        assert arr.base is None
+    assert_same_csr(got.get().to_scipy(), scipy_result("times", a, b), rtol=0)
+
+
+@pytest.mark.parametrize(("combine", "want"), [
+    # keys 1, 3, 5 | 3, 4, 5, 9; bitmaps of A 1, 2, 6 and of B 1, 8, 4, 16
+    (elementwise.OR, ([-1, 0, 2, 1, -3, 2, -4], [1, 0, 0, 0, 1, 0, 1], [0, 1, 1, 1],
+                      [1, 3, 4, 5, 9], [0, 1, -1, 2, -1], [-1, 0, 1, 2, 3],
+                      [1, 3, 8, 6, 16])),
+    (elementwise.XOR, ([-1, 0, 2, 1, -3, 2, -4], [1, 0, 0, 0, 1, 0, 1], [0, 1, 1, 1],
+                       [1, 3, 4, 5, 9], [0, 1, -1, 2, -1], [-1, 0, 1, 2, 3],
+                       [1, 3, 8, 2, 16])),
+    (elementwise.AND, ([-1, 0, 2], [0, 0, 1], [0, 0, 0, 1], [5], [2], [2], [4])),
+])
+def test_match_and_scatter(combine, want, xp):
+    a_keys, a_bitmaps = xp.asarray([1, 3, 5], dtype=xp.uint64), xp.asarray([1, 2, 6],
+                                                                          dtype=xp.uint64)
+    b_keys = xp.asarray([3, 4, 5, 9], dtype=xp.uint64)
+    b_bitmaps = xp.asarray([1, 8, 4, 16], dtype=xp.uint64)
+    rank, step = elementwise.match_blocks(a_keys, a_bitmaps, b_keys, b_bitmaps, combine)
+    before = exclusive_scan(xp, step)
+    assert [host(rank).tolist(), host(step).tolist(), host(before)[:4].tolist()] == list(want[:3])
+    *blocks, counts, sizes = elementwise.scatter_blocks(a_keys, a_bitmaps, b_keys, b_bitmaps,
+                                                        combine, rank, before)
+    nc = len(want[3])
+    assert host(sizes).tolist() == [nc, 0, 0]
+    assert [host(x)[:nc].tolist() for x in blocks] == list(want[3:])
+    bound = elementwise.block_bound(3, 4, combine)
+    assert host(counts).tolist() == [int(x).bit_count() for x in want[6]] + [0] * (bound - nc)
+
+
+def test_xor_of_equal_bitmaps_drops_the_block(xp):
+    # keys 2, 7 | 2, 5, 7: block 2 is equal in both, so it is dropped from A - B of bools
+    a_keys, a_bitmaps = xp.asarray([2, 7], dtype=xp.uint64), xp.asarray([5, 1], dtype=xp.uint64)
+    b_keys, b_bitmaps = xp.asarray([2, 5, 7], dtype=xp.uint64), xp.asarray([5, 2, 3],
+                                                                          dtype=xp.uint64)
+    rank, step = elementwise.match_blocks(a_keys, a_bitmaps, b_keys, b_bitmaps,
+                                          elementwise.XOR)
+    assert [host(rank).tolist(), host(step).tolist()] == [[0, 2, 0, -2, 1], [-1, 0, -1, 1, 0]]
+    *blocks, counts, sizes = elementwise.scatter_blocks(
+        a_keys, a_bitmaps, b_keys, b_bitmaps, elementwise.XOR, rank, exclusive_scan(xp, step))
+    assert host(sizes)[0] == 2
+    assert [host(x)[:2].tolist() for x in blocks] == [[5, 7], [-1, 1], [1, 2], [2, 2]]
+    assert host(counts).tolist() == [1, 1, 0, 0, 0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("combine", [elementwise.OR, elementwise.XOR, elementwise.AND])
+@pytest.mark.parametrize("case", ["dense", "tall", "square", "empty", "zero-nnz"])
+def test_block_stages_cuda_equal_numpy(case, combine):
+    import cupy
+
+    a = BitmapMatrix(named(case, "float64"))
+    b = BitmapMatrix(partner(named(case, "float64"), seed=7))
+    da, db = a.to_device(), b.to_device()
+    want = elementwise.match_blocks(a.keys, a.bitmaps, b.keys, b.bitmaps, combine)
+    got = elementwise.match_blocks(da.keys, da.bitmaps, db.keys, db.bitmaps, combine)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.get(), w)
+    want = elementwise.scatter_blocks(a.keys, a.bitmaps, b.keys, b.bitmaps, combine, want[0],
+                                      exclusive_scan(np, want[1]))
+    got = elementwise.scatter_blocks(da.keys, da.bitmaps, db.keys, db.bitmaps, combine,
+                                     got[0], exclusive_scan(cupy, got[1]))
+    nc = int(want[5][0])
+    for g, w in zip(got[:4], want[:4], strict=True):  # past nc the buffers are undefined
+        np.testing.assert_array_equal(g[:nc].get(), w[:nc])
+    for g, w in zip(got[4:], want[4:], strict=True):
+        np.testing.assert_array_equal(g.get(), w)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", ["plus", "minus", "times"])
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64", "complex128"])
-def test_stage_cuda_equals_numpy(dtype, op):
-    a = BitmapMatrix(named("dense", dtype))
-    b = BitmapMatrix(partner(named("dense", dtype), seed=7))
-    union = op != "times"
-    want_blocks = elementwise.merge_blocks(a.keys, a.bitmaps, b.keys, b.bitmaps, union)
-    da, db = a.to_device(), b.to_device()
-    got_blocks = elementwise.merge_blocks(da.keys, da.bitmaps, db.keys, db.bitmaps, union)
-    for g, w in zip(got_blocks[:4], want_blocks[:4], strict=True):
-        np.testing.assert_array_equal(g.get(), w)
-    assert got_blocks[4] == want_blocks[4]
-    from bmsparse._format import popcount
-    from bmsparse._primitives import exclusive_scan
-
-    want = elementwise.merge_values(op, a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets,
-                                    b.values, *want_blocks[1:3], want_blocks[3],
-                                    exclusive_scan(np, popcount(want_blocks[3])),
-                                    want_blocks[4])
+def test_value_stages_cuda_equal_numpy(dtype, op):
     import cupy
 
-    got = elementwise.merge_values(op, da.bitmaps, da.offsets, da.values, db.bitmaps,
-                                   db.offsets, db.values, *got_blocks[1:3], got_blocks[3],
-                                   exclusive_scan(cupy, popcount(got_blocks[3])),
-                                   got_blocks[4])
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_array_equal(g.get(), w)
+    a = BitmapMatrix(named("dense", dtype))
+    b = BitmapMatrix(partner(named("dense", dtype), seed=7))
+    da, db = a.to_device(), b.to_device()
+    combine = elementwise.AND if op == "times" else elementwise.OR
+    bound = (min if op == "times" else sum)((a.nnz, b.nnz))
+    results = []
+    for x, y, xp in ((a, b, np), (da, db, cupy)):
+        *blocks, offsets, sizes = elementwise._merge(x.keys, x.bitmaps, y.keys, y.bitmaps,
+                                                     combine)
+        values, nonzero = elementwise.merge_values(
+            op, x.bitmaps, x.offsets, x.values, y.bitmaps, y.offsets, y.values, blocks[1],
+            blocks[2], blocks[3], offsets, sizes, bound)
+        results.append((offsets, values, nonzero, elementwise.read_sizes(sizes, offsets)))
+    (w_offsets, w_values, w_nonzero, w_sizes), (g_offsets, g_values, g_nonzero, g_sizes) = \
+        results
+    nc, nnz, zero_blocks = w_sizes
+    assert g_sizes == w_sizes
+    assert zero_blocks > 0  # partner() makes cancellations
+    np.testing.assert_array_equal(g_offsets.get(), w_offsets)
+    np.testing.assert_array_equal(g_values[:nnz].get(), w_values[:nnz])
+    np.testing.assert_array_equal(g_nonzero[:nc].get(), w_nonzero[:nc])
+
+
+@pytest.mark.gpu
+def test_gpu_path_launches_five_kernels(monkeypatch):
+    import cupy
+
+    from bmsparse import _kernels
+
+    a = BitmapMatrix(random_matrix((300, 200), 0.05, "float64", seed=9,
+                                   explicit_zeros=False)).to_device()
+    b = BitmapMatrix(random_matrix((300, 200), 0.05, "float64", seed=10,
+                                   explicit_zeros=False)).to_device()
+    a + b  # compile first
+    names: list[str] = []
+    monkeypatch.setattr(_kernels, "launch_hook", lambda name, *_: names.append(name))
+    got = a + b
+    assert len(names) == 5, names
+    for name, part in zip(names, ["elementwise_match", "scan", "elementwise_scatter", "scan",
+                                  "elementwise_plus"], strict=True):
+        assert part in name
+    assert isinstance(got.values, cupy.ndarray)
 
 
 @settings(max_examples=40, deadline=None)

@@ -211,15 +211,14 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
 def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,
                complement: bool, max_bytes: int | None) -> tuple[tasks.TaskList, Any]:
     """The task list and the bits each output block may have (None: all)."""
-    if mask is None:
-        return tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
-                           nblocks_along(b.shape[1]), max_bytes), None
-    if not complement:
+    if mask is not None and not complement:
         # the output blocks are the mask's, in its order
         return tasks.masked_tasks(a.keys, b.keys, mask.keys, max_bytes), mask.bitmaps
     task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
                             nblocks_along(b.shape[1]), max_bytes)
-    return task_list, count.allowed_bits(task_list.c_keys, mask.keys, mask.bitmaps, True)
+    if mask is None:
+        return task_list, None
+    return task_list, count.outside_bits(task_list.c_keys, mask.keys, mask.bitmaps)
 
 
 def masked_pair_sum(a: Any, b: Any, mask: Any) -> int:

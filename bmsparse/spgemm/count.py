@@ -78,8 +78,9 @@ def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
     return c_bitmaps, c_nnz, empty_blocks
 
 
-def allowed_bits(c_keys: Any, m_keys: Any, m_bitmaps: Any, complement: bool) -> Any:
-    """The bits (uint64 [c_nblocks]) a structural mask lets each output block have.
+def outside_bits(c_keys: Any, m_keys: Any, m_bitmaps: Any) -> Any:
+    """The bits (uint64 [c_nblocks]) a complemented mask lets each output block
+    have: those the mask's block at its key does not have.
 
     Parameters
     ----------
@@ -87,17 +88,14 @@ def allowed_bits(c_keys: Any, m_keys: Any, m_bitmaps: Any, complement: bool) -> 
         Output block keys, increasing.
     m_keys, m_bitmaps : uint64 [m_nblocks]
         The mask's blocks.
-    complement : bool
-        Allow the bits the mask does not have instead.
     """
     xp = get_array_module(c_keys, m_keys, m_bitmaps)
     if m_keys.shape[0] == 0:
-        value = np.uint64(0xFFFFFFFFFFFFFFFF) if complement else np.uint64(0)
-        return xp.full(c_keys.shape[0], value, dtype=xp.uint64)
+        return xp.full(c_keys.shape[0], np.uint64(0xFFFFFFFFFFFFFFFF), dtype=xp.uint64)
     pos = xp.minimum(xp.searchsorted(m_keys, c_keys), m_keys.shape[0] - 1)
-    bits = xp.where(m_keys[pos] == c_keys, m_bitmaps[pos], xp.uint64(0))
+    inside = xp.where(m_keys[pos] == c_keys, m_bitmaps[pos], xp.uint64(0))
     # bits outside the shape are never set by a product, so ~ needs no clipping
-    return ~bits if complement else bits
+    return ~inside
 
 
 def pair_counts(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr: Any,

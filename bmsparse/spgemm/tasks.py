@@ -171,14 +171,20 @@ def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
     xp = get_array_module(a_keys, b_keys, m_keys)
     bt_keys, b_order = column_order(b_keys)
     a_range, b_range = masked_ranges(m_keys, a_keys, bt_keys)
-    counts = masked_counts(m_keys, a_keys, bt_keys, a_range, b_range)
-    ends = cumsum(xp, counts)
+    if xp is np:  # the twin finds every pair at once; the kernels count, then write
+        owner, task_a, y = _masked_matches(m_keys, a_keys, bt_keys, a_range)
+        ends = np.cumsum(np.bincount(owner, minlength=m_keys.shape[0]))
+        task_b = b_order[y]
+    else:
+        counts = masked_counts(m_keys, a_keys, bt_keys, a_range, b_range)
+        ends = cumsum(xp, counts)
     ntasks = int(ends[-1]) if ends.shape[0] else 0  # sync: size of the task list
     if max_bytes is not None and ntasks * BYTES_PER_TASK > max_bytes:
         raise MemoryError(f"the masked task list of {ntasks:,} tasks needs about "
                           f"{ntasks * BYTES_PER_TASK:,} bytes, more than {max_bytes:,}")
-    task_a, task_b = masked_pairs(m_keys, a_keys, bt_keys, a_range, b_range, b_order, counts,
-                                  ends, ntasks)
+    if xp is not np:
+        task_a, task_b = masked_pairs(m_keys, a_keys, bt_keys, a_range, b_range, b_order,
+                                      counts, ends, ntasks)
     c_ptr = xp.zeros(m_keys.shape[0] + 1, dtype=xp.int64)
     c_ptr[1:] = ends
     return TaskList(task_a, task_b, m_keys, c_ptr)
@@ -217,13 +223,12 @@ def masked_ranges(m_keys: Any, a_keys: Any, bt_keys: Any) -> tuple[Any, Any]:
 
 def masked_counts(m_keys: Any, a_keys: Any, bt_keys: Any, a_range: Any, b_range: Any) -> Any:
     """Number of pairs (int64 [m_nblocks]) of each mask block (i, k): the j that
-    A's block row i and B's block column k share."""
-    xp = get_array_module(m_keys, a_keys, bt_keys, a_range, b_range)
+    A's block row i and B's block column k share (GPU; the twin is
+    :func:`_masked_matches`)."""
+    import cupy
+
     n = m_keys.shape[0]
-    if xp is np:
-        owner, _, _ = _masked_matches(m_keys, a_keys, bt_keys, a_range)
-        return np.bincount(owner, minlength=n).astype(np.int64)
-    counts = xp.empty(n, dtype=xp.int64)
+    counts = cupy.empty(n, dtype=cupy.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_masked_count")
     _kernels.launch(kernel, _WARP * n, (m_keys, n, a_keys, bt_keys, a_range, b_range, counts))
     return counts
@@ -231,14 +236,13 @@ def masked_counts(m_keys: Any, a_keys: Any, bt_keys: Any, a_range: Any, b_range:
 
 def masked_pairs(m_keys: Any, a_keys: Any, bt_keys: Any, a_range: Any, b_range: Any,
                  b_order: Any, counts: Any, ends: Any, ntasks: int) -> tuple[Any, Any]:
-    """task_a, task_b (int64 [ntasks]): the pairs of each mask block, ascending j."""
-    xp = get_array_module(m_keys, a_keys, bt_keys, a_range, b_range, b_order, counts, ends)
-    if xp is np:
-        _, x, y = _masked_matches(m_keys, a_keys, bt_keys, a_range)
-        return x, b_order[y]
+    """task_a, task_b (int64 [ntasks]): the pairs of each mask block, ascending j
+    (GPU; the twin is :func:`_masked_matches`)."""
+    import cupy
+
     n = m_keys.shape[0]
-    task_a = xp.empty(ntasks, dtype=xp.int64)
-    task_b = xp.empty(ntasks, dtype=xp.int64)
+    task_a = cupy.empty(ntasks, dtype=cupy.int64)
+    task_b = cupy.empty(ntasks, dtype=cupy.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_masked_pairs")
     _kernels.launch(kernel, _WARP * n, (m_keys, n, a_keys, bt_keys, a_range, b_range, b_order,
                                         counts, ends, task_a, task_b))

@@ -363,6 +363,8 @@ _NUMPY_OPS = {"plus": np.add, "minus": np.subtract, "times": np.multiply}
 @np.errstate(invalid="ignore", over="ignore")  # inf - inf is NaN, as in scipy, silently
 def _merge_values_numpy(op, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
                         c_a, c_b, c_bitmaps, c_offsets, c_sizes, values_bound):
+    from .spgemm.compact import nonzero_bits
+
     nc, nnz = int(c_sizes[0]), int(c_offsets[-1])
     owner, bit = set_bits(c_bitmaps[:nc])
     operands = []
@@ -377,9 +379,8 @@ def _merge_values_numpy(op, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets
         operands.append(out)
     c_values = np.zeros(values_bound, dtype=a_values.dtype)
     c_values[:nnz] = _NUMPY_OPS[op](*operands)
-    keep = c_values[:nnz] != 0
     c_nonzero = np.zeros(c_bitmaps.shape[0], dtype=np.uint64)
-    np.bitwise_or.at(c_nonzero, owner[keep], np.uint64(1) << bit[keep].astype(np.uint64))
+    c_nonzero[:nc] = nonzero_bits(c_bitmaps[:nc], c_offsets[:nc + 1], c_values[:nnz])
     c_sizes[2] += np.count_nonzero(c_nonzero[:nc] != c_bitmaps[:nc])
     return c_values, c_nonzero
 

@@ -60,8 +60,10 @@ class Semiring:
         dt = np.dtype(dtype)
         if self.monoid == "plus":
             return dt.type(0)
-        big = np.iinfo(dt).max if dt.kind == "i" else np.inf
-        return dt.type(big if self.monoid == "min" else -big - (dt.kind == "i"))
+        if dt.kind == "i":
+            limits = np.iinfo(dt)
+            return dt.type(limits.max if self.monoid == "min" else limits.min)
+        return dt.type(np.inf if self.monoid == "min" else -np.inf)
 
     def __repr__(self) -> str:
         return f"bmsparse.semiring.{self.name}"

@@ -36,7 +36,8 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
     c_ptr : int64 [c_nblocks + 1]
         Run boundaries of each output block's tasks.
     c_allowed : uint64 [c_nblocks], optional
-        The bits each output block may have (a mask, see :func:`allowed_bits`).
+        The bits each output block may have (a mask's bitmaps, or
+        :func:`outside_bits` for its complement).
 
     Returns
     -------
@@ -124,13 +125,18 @@ def pair_counts(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr:
     return c_pairs
 
 
+def _rank_one(a: np.ndarray, b: np.ndarray, t: int) -> np.ndarray:
+    """Bits (r, c) with a[r, t] and b[t, c]: column t of ``a`` times row t of ``b``."""
+    a_col = ((a >> np.uint64(t)) & _LOW_BITS) * np.uint64(0xFF)
+    b_row = ((b >> np.uint64(BLOCK * t)) & np.uint64(0xFF)) * _LOW_BITS
+    return a_col & b_row
+
+
 def bool_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Boolean 8x8 products of bitmap arrays ``a`` and ``b`` (uint64)."""
     c = np.zeros(np.broadcast(a, b).shape, dtype=np.uint64)
     for t in range(BLOCK):  # the 8 inner indices of one block, not the data
-        a_col = ((a >> np.uint64(t)) & _LOW_BITS) * np.uint64(0xFF)
-        b_row = ((b >> np.uint64(BLOCK * t)) & np.uint64(0xFF)) * _LOW_BITS
-        c |= a_col & b_row
+        c |= _rank_one(a, b, t)
     return c
 
 
@@ -141,9 +147,7 @@ def _pair_counts_numpy(a_bitmaps: np.ndarray, b_bitmaps: np.ndarray, task_a: np.
     a, b, allowed = a_bitmaps[task_a], b_bitmaps[task_b], c_allowed[owner]
     pairs = np.zeros(task_a.shape[0], dtype=np.int64)
     for t in range(BLOCK):  # the 8 inner indices of one block, not the data
-        a_col = ((a >> np.uint64(t)) & _LOW_BITS) * np.uint64(0xFF)
-        b_row = ((b >> np.uint64(BLOCK * t)) & np.uint64(0xFF)) * _LOW_BITS
-        pairs += popcount(a_col & b_row & allowed)
+        pairs += popcount(_rank_one(a, b, t) & allowed)
     c_pairs = np.zeros(c_ptr.shape[0] - 1, dtype=np.int64)
     np.add.at(c_pairs, owner, pairs)  # bincount's weights would round above 2**53
     return c_pairs

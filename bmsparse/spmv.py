@@ -125,14 +125,10 @@ def row_pointer(a: Any) -> Any:
 def column_pointer(a: Any) -> tuple[Any, Any]:
     """``a``'s column-major block order and its block-column pointer
     (int64 [nblocks], int64 [nbcols + 1]), computed once and kept with it."""
-    from .transpose import column_order
-
     cached = a._cache.get("column_pointer")
     if cached is None:
         xp = get_array_module(a.keys)
-        order = a._cache.get("column_order")
-        if order is None:
-            order = a._cache["column_order"] = column_order(a.keys)
+        order = a._column_order()
         cols = block_cols_of(a.keys)[order]
         ptr = xp.searchsorted(cols, xp.arange(nblocks_along(a.shape[1]) + 1,
                                               dtype=xp.int64)).astype(xp.int64)

@@ -14,12 +14,34 @@ HAVE_GPU = cupy_available()
 
 
 def pytest_collection_modifyitems(config, items):
+    _keep_shard(config, items)
     if HAVE_GPU:
         return
     skip = pytest.mark.skip(reason="no CUDA device")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _keep_shard(config, items) -> None:
+    """Keep every n-th test from the i-th when ``BMSPARSE_SHARD=i/n`` is set.
+
+    Slow runs (the GPU suite under compute-sanitizer) are split into n
+    processes that run side by side; interleaving spreads the slow files.
+    """
+    shard = os.environ.get("BMSPARSE_SHARD")
+    if not shard:
+        return
+    try:
+        index, count = (int(part) for part in shard.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"BMSPARSE_SHARD must look like 'i/n', got {shard!r}") from None
+    if not 0 <= index < count:
+        raise pytest.UsageError(f"BMSPARSE_SHARD={shard!r}: need 0 <= i < n")
+    kept = [item for position, item in enumerate(items) if position % count == index]
+    dropped = [item for position, item in enumerate(items) if position % count != index]
+    config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
 
 
 @pytest.fixture(params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

@@ -60,7 +60,8 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
         summed over slices, and with ``"slices"``, the number of slices.
     max_memory : int, optional
         Bytes the product may use. The product then runs in slices of A's
-        block rows whose task lists fit (see ``slices``). Without it, a
+        block rows whose task lists and output values fit (see ``slices``;
+        with ``output="device"`` the assembled C comes on top). Without it, a
         product that runs out of device memory is retried that way within
         the free memory.
     output : {"device", "host"}
@@ -105,12 +106,14 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     if sr.reads_values:
         a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
     drop_zeros = sr is plus_times and not keep_zeros
+    # C's values, and their compacted copy when zeros are dropped
+    value_bytes = 0 if sr.structural else dtype.itemsize * (2 if drop_zeros else 1)
 
     def product(a_part: BitmapMatrix, b_part: BitmapMatrix,
                 max_bytes: int | None = None) -> BitmapMatrix:
         stage_ms: dict[str, float] | None = {} if timings is not None else None
         c = _product(a_part, b_part, sr, dtype, _mask_rows(m, a_part, a), complement,
-                     drop_zeros, stage_ms, max_bytes)
+                     drop_zeros, stage_ms, max_bytes, value_bytes)
         if timings is not None:
             for stage, ms in stage_ms.items():
                 timings[stage] = timings.get(stage, 0.0) + ms
@@ -126,10 +129,10 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
         except MemoryError:
             slices.free_pool(a)
             c, nslices = slices.sliced_product(a, b, product, slices.device_budget(xp, None),
-                                               output)
+                                               output, value_bytes)
     else:
         budget = slices.device_budget(xp, max_memory)
-        c, nslices = slices.sliced_product(a, b, product, budget, output)
+        c, nslices = slices.sliced_product(a, b, product, budget, output, value_bytes)
     if timings is not None:
         timings["slices"] = nslices
     return c
@@ -177,8 +180,10 @@ def _mask_rows(m: BitmapMatrix | None, a_part: BitmapMatrix,
 
 def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
              mask: BitmapMatrix | None, complement: bool, drop_zeros: bool,
-             timings: dict[str, float] | None, max_bytes: int | None = None) -> BitmapMatrix:
-    """The four stages; MemoryError if the task list alone would need more than
+             timings: dict[str, float] | None, max_bytes: int | None = None,
+             value_bytes: int = 0) -> BitmapMatrix:
+    """The four stages; MemoryError if the task list, or after the count stage the
+    task list and ``value_bytes`` per output value, would need more than
     ``max_bytes``."""
     xp = get_array_module(a.keys, b.keys)
     shape = (a.shape[0], b.shape[1])
@@ -190,6 +195,9 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
         a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b, task_list.c_ptr, c_allowed)
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz = compact.drop_empty(
         task_list.c_keys, c_bitmaps, c_offsets, task_list.c_ptr, empty_blocks)
+    needed = task_list.ntasks * tasks.BYTES_PER_TASK + nnz * value_bytes
+    if max_bytes is not None and needed > max_bytes:
+        raise slices.OverBudget(needed, max_bytes)
     clock.lap("count")
     if sr.structural:
         clock.lap("multiply")

@@ -5,11 +5,12 @@ product can run on contiguous ranges of A's block rows and the pieces be
 concatenated. Each output block is computed exactly as in one pass (same
 pairs, same order), so the result is bit for bit the unsliced one.
 
-The plan bounds each slice's task list (``tasks.BYTES_PER_TASK`` per task)
-by the memory budget. The size of the output values is known only after a slice's
-count stage; a slice that still runs out of device memory is halved and
-retried, down to one block row, which either fits or raises MemoryError
-saying what it needed.
+The plan charges each block row its task list (``tasks.BYTES_PER_TASK`` per
+task, output block arrays included) and, for its values, the number of
+multiplies of the row: an upper bound on its output non-zeros. The exact
+size is known after a slice's count stage; a slice over budget there, or one
+that runs out of device memory, is halved and retried, down to one block
+row, which either fits or raises MemoryError saying what it needed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .._matrix import BitmapMatrix
 from .._sputils import get_array_module
 from . import tasks
 
-Product = Callable[[BitmapMatrix, BitmapMatrix], BitmapMatrix]
+Product = Callable[[BitmapMatrix, BitmapMatrix, int], BitmapMatrix]
 
 
 def device_budget(xp: Any, max_memory: int | None) -> int | None:
@@ -36,14 +37,25 @@ def device_budget(xp: Any, max_memory: int | None) -> int | None:
     return free if max_memory is None else min(free, max_memory)
 
 
-def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int) -> list[tuple[int, int]]:
+class OverBudget(MemoryError):
+    """A product that would need ``needed`` bytes, more than its budget."""
+
+    def __init__(self, needed: int, budget: int):
+        super().__init__(f"the product needs about {needed:,} bytes, more than {budget:,}")
+        self.needed = needed
+
+
+def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
+                value_bytes: int = 0) -> list[tuple[int, int]]:
     """Ranges ``[first, last)`` of A's blocks, whole block rows each, within budget.
 
     Parameters
     ----------
     a, b : BitmapMatrix
     max_memory : int
-        Bytes one slice may use for its task list.
+        Bytes one slice may use.
+    value_bytes : int
+        Bytes charged per output value (0 for a Boolean product).
 
     Returns
     -------
@@ -63,14 +75,16 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int) -> list[tuple
     xp = get_array_module(a.keys, b.keys)
     if a.nblocks == 0:
         return [(0, 0)]
-    _, counts = tasks.ranges(a.keys, b.keys)
-    counts = counts.get() if xp is not np else counts  # sync: the plan is made on the host
+    lo, counts = tasks.ranges(a.keys, b.keys)
+    need = counts * tasks.BYTES_PER_TASK
+    if value_bytes:
+        need += block_multiplies(a.bitmaps, b.bitmaps, lo, counts) * value_bytes
+    need = need.get() if xp is not np else need  # sync: the plan is made on the host
     keys = a.keys.get() if xp is not np else a.keys  # sync: as above
     rows = keys >> np.uint64(32)
     starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    row_tasks = np.add.reduceat(counts, starts)
     ends = np.r_[starts[1:], a.nblocks]
-    need = row_tasks * tasks.BYTES_PER_TASK
+    need = np.add.reduceat(need, starts)
     worst = int(np.argmax(need))
     if need[worst] > max_memory:
         raise _too_large(int(rows[starts[worst]]), int(need[worst]), max_memory)
@@ -84,16 +98,39 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int) -> list[tuple
     return slices
 
 
+def block_multiplies(a_bitmaps: Any, b_bitmaps: Any, lo: Any, counts: Any) -> Any:
+    """Scalar multiplies of each A block with its B block row (int64 [a_nblocks]).
+
+    Block A(i, j) meets rows 8j..8j+7 of B, which are B's blocks ``[lo, lo +
+    counts)``: column c of A's block times the non-zeros of row 8j + c.
+    """
+    xp = get_array_module(a_bitmaps, b_bitmaps, lo, counts)
+    byte_ones = xp.uint64(0x0101010101010101)
+    popcount8 = xp.asarray(np.array([bin(v).count("1") for v in range(256)], dtype=np.int64))
+    b_rows = xp.zeros((b_bitmaps.shape[0] + 1, 8), dtype=xp.int64)
+    for r in range(8):
+        b_rows[1:, r] = popcount8[(b_bitmaps >> xp.uint64(8 * r)) & xp.uint64(0xFF)]
+    b_rows = xp.cumsum(b_rows, axis=0)  # prefix sums over B's blocks, per local row
+    run_rows = b_rows[lo + counts] - b_rows[lo]
+    total = xp.zeros(a_bitmaps.shape[0], dtype=xp.int64)
+    for c in range(8):
+        # the bits of column c, one per byte, summed into the top byte
+        column = ((a_bitmaps >> xp.uint64(c)) & byte_ones) * byte_ones >> xp.uint64(56)
+        total += column.astype(xp.int64) * run_rows[:, c]
+    return total
+
+
 def sliced_product(a: BitmapMatrix, b: BitmapMatrix, product: Product, max_memory: int,
-                   output: str) -> tuple[BitmapMatrix, int]:
+                   output: str, value_bytes: int = 0) -> tuple[BitmapMatrix, int]:
     """``product`` over the planned slices, concatenated; and the number of slices.
 
-    With ``output="host"`` every slice of C is copied to the host as soon as
-    it is computed, so C may be larger than the device.
+    ``product(a_part, b, max_bytes)`` raises MemoryError when a slice needs
+    more than ``max_bytes``. With ``output="host"`` every slice of C is copied
+    to the host as soon as it is computed, so C may be larger than the device.
     """
     pieces: list[BitmapMatrix] = []
-    for first, last in plan_slices(a, b, max_memory):
-        _run(a, b, first, last, product, output, pieces)
+    for first, last in plan_slices(a, b, max_memory, value_bytes):
+        _run(a, b, first, last, product, max_memory, output, pieces)
     xp = np if output == "host" else get_array_module(a.keys)
     count = len(pieces)
     # the product's dtype, which a semiring can make differ from A's
@@ -101,20 +138,20 @@ def sliced_product(a: BitmapMatrix, b: BitmapMatrix, product: Product, max_memor
 
 
 def _run(a: BitmapMatrix, b: BitmapMatrix, first: int, last: int, product: Product,
-         output: str, pieces: list[BitmapMatrix]) -> None:
-    """One slice, halved (at a block row boundary) while it runs out of memory."""
+         max_memory: int, output: str, pieces: list[BitmapMatrix]) -> None:
+    """One slice, halved (at a block row boundary) while it does not fit."""
     try:
-        c = product(rows_of(a, first, last), b)
-    except MemoryError:
+        c = product(rows_of(a, first, last), b, max_memory)
+    except MemoryError as exc:
         free_pool(a)
         middle = _row_boundary(a, first, last)
         if middle is None:
             key = a.keys[first:first + 1]
             key = key.get() if not isinstance(key, np.ndarray) else key  # sync: error path
             row = int(key[0] >> np.uint64(32))
-            raise _too_large(row, None, device_budget(get_array_module(a.keys), None)) from None
-        _run(a, b, first, middle, product, output, pieces)
-        _run(a, b, middle, last, product, output, pieces)
+            raise _too_large(row, getattr(exc, "needed", None), max_memory) from None
+        _run(a, b, first, middle, product, max_memory, output, pieces)
+        _run(a, b, middle, last, product, max_memory, output, pieces)
         return
     pieces.append(c.get() if output == "host" else c)  # sync: streamed to the host
 

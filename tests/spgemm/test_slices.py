@@ -44,7 +44,47 @@ def test_plan_covers_whole_block_rows_within_budget(xp):
     assert len(plan) > 5
 
 
-@pytest.mark.parametrize("budget_tasks", [40, 400, 10**9])
+def test_block_multiplies_count_the_scalar_products(xp):
+    a, m = operands(xp)
+    b = power_law(1500, 7)
+    mb = to_device(BitmapMatrix(b), xp)
+    lo, counts = tasks_mod.ranges(m.keys, mb.keys)
+    got = slices.block_multiplies(m.bitmaps, mb.bitmaps, lo, counts)
+    got = got if xp is np else got.get()
+    # reference: every stored A[r, c] meets the non-zeros of B's row c
+    coo = a.tocoo()
+    row_nnz = np.diff(b.tocsr().indptr)
+    keys = (coo.row.astype(np.uint64) // 8 << np.uint64(32)) | (coo.col.astype(np.uint64) // 8)
+    block = np.searchsorted(m.keys if xp is np else m.keys.get(), keys)
+    want = np.bincount(block, weights=row_nnz[coo.col], minlength=m.nblocks)
+    np.testing.assert_array_equal(got, want.astype(np.int64))
+
+
+def test_every_slice_holds_its_budget(xp, monkeypatch):
+    # what each slice actually needs once counted (tasks and values) stays
+    # within max_memory, and the plan is not so coarse that it retries
+    a, m = operands(xp)
+    budget = 300 * tasks_mod.BYTES_PER_TASK
+    real = spgemm_mod._product
+    calls = []
+
+    def recorded(a_part, b_part, sr, dtype, mask, complement, drop_zeros, timings, max_bytes,
+                 value_bytes):
+        c = real(a_part, b_part, sr, dtype, mask, complement, drop_zeros, timings, max_bytes,
+                 value_bytes)
+        lo, counts = tasks_mod.ranges(a_part.keys, b_part.keys)
+        ntasks = int(counts.sum())
+        calls.append(ntasks * tasks_mod.BYTES_PER_TASK + c.nnz * value_bytes)
+        return c
+
+    monkeypatch.setattr(spgemm_mod, "_product", recorded)
+    timings = {}
+    spgemm(m, m, max_memory=budget, timings=timings)
+    assert len(calls) == timings["slices"] > 1
+    assert max(calls) <= budget
+
+
+@pytest.mark.parametrize("budget_tasks", [80, 400, 10**9])
 def test_sliced_product_is_bit_identical(budget_tasks, xp):
     a, m = operands(xp)
     whole = spgemm(m, m)
@@ -117,9 +157,9 @@ def test_task_list_larger_than_free_memory_is_sliced_before_allocation(xp, monke
                         lambda xp, max_memory: 300 * tasks_mod.BYTES_PER_TASK)
     if xp is np:  # the host path has no free-memory check: give it one
         real = spgemm_mod._product
-        # max_bytes is the last argument
+        # max_bytes is the last argument but one, value_bytes the last
         monkeypatch.setattr(spgemm_mod, "_product", lambda *args: real(
-            *args[:-1], 300 * tasks_mod.BYTES_PER_TASK))
+            *args[:-2], 300 * tasks_mod.BYTES_PER_TASK, args[-1]))
     timings = {}
     same_bits(xp, spgemm(m, m, timings=timings), whole)
     assert timings["slices"] > 1

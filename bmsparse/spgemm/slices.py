@@ -19,9 +19,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _kernels
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module
 from . import tasks
+
+_KERNELS = "spgemm/slices.cu"
+_kernels.register(_KERNELS, {"bmsparse_slices_block_needs": ()})
 
 Product = Callable[[BitmapMatrix, BitmapMatrix, int], BitmapMatrix]
 
@@ -76,9 +80,7 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
     if a.nblocks == 0:
         return [(0, 0)]
     lo, counts = tasks.ranges(a.keys, b.keys)
-    need = counts * tasks.BYTES_PER_TASK
-    if value_bytes:
-        need += block_multiplies(a.bitmaps, b.bitmaps, lo, counts) * value_bytes
+    need = block_needs(a.bitmaps, b.bitmaps, lo, counts, value_bytes)
     need = need.get() if xp is not np else need  # sync: the plan is made on the host
     keys = a.keys.get() if xp is not np else a.keys  # sync: as above
     rows = keys >> np.uint64(32)
@@ -98,25 +100,45 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
     return slices
 
 
-def block_multiplies(a_bitmaps: Any, b_bitmaps: Any, lo: Any, counts: Any) -> Any:
+def block_needs(a_bitmaps: Any, b_bitmaps: Any, lo: Any, counts: Any,
+                value_bytes: int) -> Any:
+    """Bytes charged to each A block (int64 [a_nblocks]): ``tasks.BYTES_PER_TASK``
+    per task and ``value_bytes`` per scalar multiply (see ``slices.cu``)."""
+    xp = get_array_module(a_bitmaps, b_bitmaps, lo, counts)
+    if xp is np:
+        need = counts * tasks.BYTES_PER_TASK
+        if value_bytes:
+            need += block_multiplies(a_bitmaps, b_bitmaps, lo, counts) * value_bytes
+        return need
+    n = a_bitmaps.shape[0]
+    need = xp.empty(n, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_slices_block_needs")
+    _kernels.launch(kernel, n, (a_bitmaps, n, b_bitmaps, lo, counts, tasks.BYTES_PER_TASK,
+                                value_bytes, need))
+    return need
+
+
+def block_multiplies(a_bitmaps: np.ndarray, b_bitmaps: np.ndarray, lo: np.ndarray,
+                     counts: np.ndarray) -> np.ndarray:
     """Scalar multiplies of each A block with its B block row (int64 [a_nblocks]).
 
     Block A(i, j) meets rows 8j..8j+7 of B, which are B's blocks ``[lo, lo +
-    counts)``: column c of A's block times the non-zeros of row 8j + c.
+    counts)``: column c of A's block times the non-zeros of row 8j + c. The
+    twin of ``slices.cu`` (on the GPU its prefix sums would take a few times
+    the memory of B, more than a tight budget leaves).
     """
-    xp = get_array_module(a_bitmaps, b_bitmaps, lo, counts)
-    byte_ones = xp.uint64(0x0101010101010101)
-    popcount8 = xp.asarray(np.array([bin(v).count("1") for v in range(256)], dtype=np.int64))
-    b_rows = xp.zeros((b_bitmaps.shape[0] + 1, 8), dtype=xp.int64)
+    byte_ones = np.uint64(0x0101010101010101)
+    popcount8 = np.array([bin(v).count("1") for v in range(256)], dtype=np.int64)
+    b_rows = np.zeros((b_bitmaps.shape[0] + 1, 8), dtype=np.int64)
     for r in range(8):
-        b_rows[1:, r] = popcount8[(b_bitmaps >> xp.uint64(8 * r)) & xp.uint64(0xFF)]
-    b_rows = xp.cumsum(b_rows, axis=0)  # prefix sums over B's blocks, per local row
+        b_rows[1:, r] = popcount8[(b_bitmaps >> np.uint64(8 * r)) & np.uint64(0xFF)]
+    b_rows = np.cumsum(b_rows, axis=0)  # prefix sums over B's blocks, per local row
     run_rows = b_rows[lo + counts] - b_rows[lo]
-    total = xp.zeros(a_bitmaps.shape[0], dtype=xp.int64)
+    total = np.zeros(a_bitmaps.shape[0], dtype=np.int64)
     for c in range(8):
         # the bits of column c, one per byte, summed into the top byte
-        column = ((a_bitmaps >> xp.uint64(c)) & byte_ones) * byte_ones >> xp.uint64(56)
-        total += column.astype(xp.int64) * run_rows[:, c]
+        column = ((a_bitmaps >> np.uint64(c)) & byte_ones) * byte_ones >> np.uint64(56)
+        total += column.astype(np.int64) * run_rows[:, c]
     return total
 
 

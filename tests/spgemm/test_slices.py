@@ -44,20 +44,22 @@ def test_plan_covers_whole_block_rows_within_budget(xp):
     assert len(plan) > 5
 
 
-def test_block_multiplies_count_the_scalar_products(xp):
+@pytest.mark.parametrize("value_bytes", [0, 16])
+def test_block_needs_charge_tasks_and_scalar_products(xp, value_bytes):
     a, m = operands(xp)
     b = power_law(1500, 7)
     mb = to_device(BitmapMatrix(b), xp)
     lo, counts = tasks_mod.ranges(m.keys, mb.keys)
-    got = slices.block_multiplies(m.bitmaps, mb.bitmaps, lo, counts)
-    got = got if xp is np else got.get()
+    got = slices.block_needs(m.bitmaps, mb.bitmaps, lo, counts, value_bytes)
+    got, counts = (got, counts) if xp is np else (got.get(), counts.get())
     # reference: every stored A[r, c] meets the non-zeros of B's row c
     coo = a.tocoo()
     row_nnz = np.diff(b.tocsr().indptr)
     keys = (coo.row.astype(np.uint64) // 8 << np.uint64(32)) | (coo.col.astype(np.uint64) // 8)
     block = np.searchsorted(m.keys if xp is np else m.keys.get(), keys)
-    want = np.bincount(block, weights=row_nnz[coo.col], minlength=m.nblocks)
-    np.testing.assert_array_equal(got, want.astype(np.int64))
+    multiplies = np.bincount(block, weights=row_nnz[coo.col], minlength=m.nblocks)
+    want = counts * tasks_mod.BYTES_PER_TASK + multiplies.astype(np.int64) * value_bytes
+    np.testing.assert_array_equal(got, want)
 
 
 def test_every_slice_holds_its_budget(xp, monkeypatch):

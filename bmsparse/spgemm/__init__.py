@@ -191,10 +191,10 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
 
     task_list, c_allowed = _task_list(a, b, mask, complement, max_bytes)
     clock.lap("tasks")
-    c_bitmaps, c_offsets, empty_blocks = count.count(
-        a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b, task_list.c_ptr, c_allowed)
+    counts = count.count(a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b,
+                         task_list.c_ptr, c_allowed)
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz = compact.drop_empty(
-        task_list.c_keys, c_bitmaps, c_offsets, task_list.c_ptr, empty_blocks)
+        task_list.c_keys, counts, task_list.c_ptr)
     needed = task_list.ntasks * tasks.BYTES_PER_TASK + nnz * value_bytes
     if max_bytes is not None and needed > max_bytes:
         raise slices.OverBudget(needed, max_bytes)

@@ -55,8 +55,12 @@ __global__ void bmsparse_compact_values(
 
 // Keep the blocks whose new bitmap is not empty, in order.
 //   u64       c_keys[c_nblocks], new_bitmaps[c_nblocks]
-//   long long new_offsets[c_nblocks + 1] - value offsets with the dropped values gone
-//   long long rank[c_nblocks]            - inclusive scan of (new_bitmaps != 0)
+//   long long new_offsets[c_nblocks + 1] - value offsets with the dropped values gone;
+//                                        with shift, the count stage's packed scan:
+//                                        offset << shift | non-empty blocks before
+//   long long rank[c_nblocks]            - inclusive scan of (new_bitmaps != 0), or
+//                                        null with shift
+//   long long shift
 //   long long c_ptr[c_nblocks + 1]       - task runs of the blocks, or null
 //   u64       out_keys[kept], out_bitmaps[kept]; long long out_offsets[kept + 1] - out
 //   long long out_first[kept], out_last[kept] - out: the kept blocks' task runs
@@ -65,19 +69,24 @@ __global__ void bmsparse_compact_values(
 extern "C" __global__ void bmsparse_compact_blocks(
     const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
     const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
-    const long long* __restrict__ c_ptr, long long c_nblocks, u64* __restrict__ out_keys,
+    long long shift, const long long* __restrict__ c_ptr, long long c_nblocks,
+    u64* __restrict__ out_keys,
     u64* __restrict__ out_bitmaps, long long* __restrict__ out_offsets,
     long long* __restrict__ out_first, long long* __restrict__ out_last)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
-    if (q == c_nblocks - 1) out_offsets[rank[q]] = new_offsets[c_nblocks];
+    const long long low = (1ll << shift) - 1;
+    if (q == c_nblocks - 1) {
+        const long long end = new_offsets[c_nblocks];
+        out_offsets[shift ? end & low : rank[q]] = end >> shift;
+    }
     const u64 bitmap = new_bitmaps[q];
     if (!bitmap) return;
-    const long long d = rank[q] - 1;
+    const long long d = shift ? new_offsets[q] & low : rank[q] - 1;
     out_keys[d] = c_keys[q];
     out_bitmaps[d] = bitmap;
-    out_offsets[d] = new_offsets[q];
+    out_offsets[d] = new_offsets[q] >> shift;
     if (c_ptr) {
         out_first[d] = c_ptr[q];
         out_last[d] = c_ptr[q + 1];

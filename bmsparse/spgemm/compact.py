@@ -19,6 +19,7 @@ from .. import _kernels
 from .._format import popcount, set_bits
 from .._primitives import cumsum, exclusive_scan
 from .._sputils import get_array_module
+from .count import Counts
 
 _KERNELS = "spgemm/compact.cu"
 _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
@@ -26,18 +27,16 @@ _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
                              "bmsparse_compact_blocks": ()})
 
 
-def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_ptr: Any,
-               empty_blocks: Any) -> tuple[Any, Any, Any, Any, Any, int]:
+def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> tuple[Any, Any, Any, Any, Any, int]:
     """Remove the output blocks whose bitmap is empty, before the multiply.
 
     Parameters
     ----------
-    c_keys, c_bitmaps : uint64 [c_nblocks]
-    c_offsets : int64 [c_nblocks + 1]
+    c_keys : uint64 [c_nblocks]
+    counts : count.Counts
+        The count stage's bitmaps and scan.
     c_ptr : int64 [c_nblocks + 1]
         Task runs of the blocks.
-    empty_blocks : uint64 [1]
-        Number of empty bitmaps (from the count stage).
 
     Returns
     -------
@@ -50,17 +49,22 @@ def drop_empty(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_ptr: Any,
 
     Notes
     -----
-    Syncs once, reading the number of values and of empty blocks together.
+    Syncs once, reading the number of values and of non-empty blocks from
+    the packed scan together (twice when the scan is not packed).
     """
-    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_ptr, empty_blocks)
-    # sync: the size of the values and whether any block is empty, in one read
-    nnz, empties = (int(v) for v in xp.stack([c_offsets[-1].astype(xp.uint64),
-                                              empty_blocks[0]]).tolist())
-    if not empties:
-        return c_keys, c_bitmaps, c_offsets, c_ptr[:-1], c_ptr[1:], nnz
-    rank = cumsum(xp, _nonempty(xp, c_bitmaps))
+    xp = get_array_module(c_keys, counts.bitmaps, counts.scan, c_ptr)
+    n = c_keys.shape[0]
+    total = int(counts.scan[-1])  # sync: the number of values and of non-empty blocks
+    if counts.shift:
+        nnz, kept, rank = total >> counts.shift, total & ((1 << counts.shift) - 1), None
+    else:
+        nnz, rank = total, cumsum(xp, _nonempty(xp, counts.bitmaps))
+        kept = int(rank[-1]) if n else 0  # sync: only past pack_shift's limit
+    if kept == n:
+        return c_keys, counts.bitmaps, counts.offsets(), c_ptr[:-1], c_ptr[1:], nnz
+    offsets = counts.offsets() if xp is np else counts.scan
     keys, bitmaps, offsets, first, last = _keep_blocks(
-        xp, c_keys, c_bitmaps, c_offsets, rank, c_keys.shape[0] - empties, c_ptr)
+        xp, c_keys, counts.bitmaps, offsets, rank, kept, c_ptr, counts.shift)
     return keys, bitmaps, offsets, first, last, nnz
 
 
@@ -146,12 +150,14 @@ def _nonempty_kernel() -> Any:
 
 
 def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank: Any,
-                 kept: int, c_ptr: Any = None) -> tuple[Any, ...]:
+                 kept: int, c_ptr: Any = None, shift: int = 0) -> tuple[Any, ...]:
     """Keys, bitmaps and offsets of the blocks whose new bitmap is not empty,
     and their task runs (first, last) when ``c_ptr`` is given.
 
     ``rank`` is the inclusive scan of ``new_bitmaps != 0`` and ``kept`` its
-    last value, known on the host.
+    last value, known on the host. On the GPU with ``shift``, ``new_offsets``
+    is a packed scan (``count.Counts``) that holds the ranks, and ``rank`` is
+    None.
     """
     if xp is np:
         keep = np.flatnonzero(new_bitmaps)
@@ -166,9 +172,9 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
     first = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
     last = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
-    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, rank,
-                                null if c_ptr is None else c_ptr, n, out_keys, out_bitmaps,
-                                out_offsets, first, last))
+    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, null if rank is None else rank,
+                                shift, null if c_ptr is None else c_ptr, n, out_keys,
+                                out_bitmaps, out_offsets, first, last))
     out = (out_keys, out_bitmaps, out_offsets)
     return out if c_ptr is None else (*out, first, last)
 

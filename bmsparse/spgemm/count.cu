@@ -12,10 +12,13 @@
 //   long long task_b[ntasks]         - B block of each task
 //   long long c_ptr[c_nblocks + 1]   - tasks of output block q: [c_ptr[q], c_ptr[q + 1])
 //   long long c_nblocks              - number of output blocks
+//   long long shift                  - see c_sizes
 //   u64       c_bitmaps[c_nblocks]   - out: bitmap of each output block
-//   long long c_nnz[c_nblocks]       - out: popcount of each output bitmap
-//   unsigned long long empty_blocks[1] - out: incremented for each empty bitmap (the
-//                                      pairs of a block can all have empty products)
+//   long long c_sizes[c_nblocks]     - out: popcount << shift | (bitmap != 0), or the
+//                                      popcount alone when shift is 0; one scan of
+//                                      these gives the value offsets and which blocks
+//                                      are empty (the pairs of a block can all have
+//                                      empty products)
 //
 // bmsparse_count_masked_bitmaps takes one more argument and keeps only the
 // bits a mask allows:
@@ -30,7 +33,7 @@
 //                                      the block's pairs
 //
 // Launch: one thread per output block, 1-D grid.
-// Work: O(ntasks) bitwise operations. Deterministic (integer atomics only).
+// Work: O(ntasks) bitwise operations. Deterministic.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
 
@@ -47,33 +50,31 @@ __device__ __forceinline__ u64 or_of_products(
 }
 
 __device__ __forceinline__ void store_bitmap(
-    long long q, u64 bitmap, u64* __restrict__ c_bitmaps, long long* __restrict__ c_nnz,
-    unsigned long long* __restrict__ empty_blocks)
+    long long q, u64 bitmap, long long shift, u64* __restrict__ c_bitmaps,
+    long long* __restrict__ c_sizes)
 {
     c_bitmaps[q] = bitmap;
-    c_nnz[q] = __popcll(bitmap);
-    if (!bitmap) atomicAdd(empty_blocks, 1ull);
+    const long long size = __popcll(bitmap);
+    c_sizes[q] = shift ? (size << shift) | (bitmap != 0ull) : size;
 }
 
 extern "C" __global__ void bmsparse_count_bitmaps(
     const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
     const long long* __restrict__ task_a, const long long* __restrict__ task_b,
-    const long long* __restrict__ c_ptr, long long c_nblocks,
-    u64* __restrict__ c_bitmaps, long long* __restrict__ c_nnz,
-    unsigned long long* __restrict__ empty_blocks)
+    const long long* __restrict__ c_ptr, long long c_nblocks, long long shift,
+    u64* __restrict__ c_bitmaps, long long* __restrict__ c_sizes)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
     const u64 bitmap = or_of_products(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr[q], c_ptr[q + 1]);
-    store_bitmap(q, bitmap, c_bitmaps, c_nnz, empty_blocks);
+    store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);
 }
 
 extern "C" __global__ void bmsparse_count_masked_bitmaps(
     const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
     const long long* __restrict__ task_a, const long long* __restrict__ task_b,
     const long long* __restrict__ c_ptr, const u64* __restrict__ c_allowed, long long c_nblocks,
-    u64* __restrict__ c_bitmaps, long long* __restrict__ c_nnz,
-    unsigned long long* __restrict__ empty_blocks)
+    long long shift, u64* __restrict__ c_bitmaps, long long* __restrict__ c_sizes)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
@@ -81,7 +82,7 @@ extern "C" __global__ void bmsparse_count_masked_bitmaps(
     const u64 bitmap = allowed ? or_of_products(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr[q],
                                                 c_ptr[q + 1]) & allowed
                                : 0;
-    store_bitmap(q, bitmap, c_bitmaps, c_nnz, empty_blocks);
+    store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);
 }
 
 extern "C" __global__ void bmsparse_count_pairs(

@@ -1,13 +1,14 @@
 """Stage 2 of SpGEMM: exact output bitmaps, their popcounts and offsets.
 
 The bitmap of an output block is the OR over its pairs of the Boolean 8x8
-products of the input bitmaps; a scan of the popcounts gives the offsets of
-each output block's values. See ``count.cu``.
+products of the input bitmaps. One scan of the popcounts, each packed with a
+flag for a non-empty bitmap, gives the offsets of each output block's values
+and the places of the non-empty blocks (see :class:`Counts`). See ``count.cu``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,9 +25,38 @@ _kernels.register(_KERNELS, {"bmsparse_count_bitmaps": (),
 _LOW_BITS = np.uint64(0x0101010101010101)
 
 
+class Counts(NamedTuple):
+    """The output bitmaps and the one scan that sizes C.
+
+    bitmaps : uint64 [c_nblocks]
+    scan : int64 [c_nblocks + 1]
+        Exclusive scan of ``popcount(bitmap) << shift | (bitmap != 0)``: the
+        values before each block in the high bits and the non-empty blocks
+        before it in the low ``shift`` bits. With ``shift == 0`` (more output
+        blocks than :func:`pack_shift` can pack) the scan of the popcounts.
+    shift : int
+    """
+
+    bitmaps: Any
+    scan: Any
+    shift: int
+
+    def offsets(self) -> Any:
+        """Value offsets (int64 [c_nblocks + 1]); ``offsets[-1]`` is nnz(C)."""
+        return self.scan >> self.shift if self.shift else self.scan
+
+
+def pack_shift(c_nblocks: int) -> int:
+    """Low bits that hold a count of blocks next to a count of values (at most 64
+    per block) in one int64 scan; 0 when both do not fit in 63 bits."""
+    shift = max(c_nblocks.bit_length(), 1)
+    return shift if (64 * c_nblocks).bit_length() + shift <= 63 else 0
+
+
 def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
-          c_ptr: Any, c_allowed: Any = None) -> tuple[Any, Any, Any]:
-    """Bitmaps and value offsets of the output blocks.
+          c_ptr: Any, c_allowed: Any = None) -> Counts:
+    """Bitmaps of the output blocks, and the scan giving their value offsets and
+    which are empty.
 
     Parameters
     ----------
@@ -41,42 +71,40 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
 
     Returns
     -------
-    c_bitmaps : uint64 [c_nblocks]
-    c_offsets : int64 [c_nblocks + 1]
-        Exclusive scan of the popcounts; ``c_offsets[-1]`` is nnz(C).
-    empty_blocks : uint64 [1]
-        Number of empty output bitmaps: a block's pairs can all have empty
-        Boolean products, and such blocks must be dropped.
+    Counts
+        A block's pairs can all have empty Boolean products; such blocks have
+        an empty bitmap here and are dropped by ``compact.drop_empty``.
     """
     xp = get_array_module(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed)
+    shift = pack_shift(c_ptr.shape[0] - 1)
     if xp is np:
         c_bitmaps = _count_numpy(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
         if c_allowed is not None:
             c_bitmaps &= c_allowed
-        c_nnz = popcount(c_bitmaps)
-        empty_blocks = np.array([np.count_nonzero(c_bitmaps == 0)], dtype=np.uint64)
+        c_sizes = popcount(c_bitmaps)
+        if shift:
+            c_sizes = (c_sizes << shift) | (c_bitmaps != 0)
     else:
-        c_bitmaps, c_nnz, empty_blocks = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b,
-                                                     c_ptr, c_allowed)
-    return c_bitmaps, exclusive_scan(xp, c_nnz), empty_blocks
+        c_bitmaps, c_sizes = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
+                                         c_allowed, shift)
+    return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift)
 
 
 def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
-                c_ptr: Any, c_allowed: Any) -> tuple[Any, Any, Any]:
+                c_ptr: Any, c_allowed: Any, shift: int) -> tuple[Any, Any]:
     import cupy
 
     c_nblocks = c_ptr.shape[0] - 1
     c_bitmaps = cupy.empty(c_nblocks, dtype=cupy.uint64)
-    c_nnz = cupy.empty(c_nblocks, dtype=cupy.int64)
-    empty_blocks = cupy.zeros(1, dtype=cupy.uint64)
+    c_sizes = cupy.empty(c_nblocks, dtype=cupy.int64)
     if c_allowed is None:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_bitmaps")
         args = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
     else:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_masked_bitmaps")
         args = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed)
-    _kernels.launch(kernel, c_nblocks, (*args, c_nblocks, c_bitmaps, c_nnz, empty_blocks))
-    return c_bitmaps, c_nnz, empty_blocks
+    _kernels.launch(kernel, c_nblocks, (*args, c_nblocks, shift, c_bitmaps, c_sizes))
+    return c_bitmaps, c_sizes
 
 
 def outside_bits(c_keys: Any, m_keys: Any, m_bitmaps: Any) -> Any:

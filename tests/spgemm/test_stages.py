@@ -254,16 +254,28 @@ def as_xp(xp, values, dtype):
     return xp.asarray(np.array(values, dtype=dtype))
 
 
+def nonempty_blocks(counts) -> int:
+    """The number of non-empty output blocks a count stage's scan reports."""
+    total = int(counts.scan[-1])
+    if counts.shift:
+        return total & ((1 << counts.shift) - 1)
+    return int(np.count_nonzero(host(counts.bitmaps)))
+
+
+@pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("name", list(CASES))
-def test_count(name, xp):
+def test_count(name, packed, xp, monkeypatch):
+    if not packed:  # the scan of popcounts alone, used past 2**28 output blocks
+        monkeypatch.setattr(count_mod, "pack_shift", lambda c_nblocks: 0)
     a, b, t = brute_inputs(name)
-    c_bitmaps, c_offsets, empty = count_mod.count(
+    counts = count_mod.count(
         xp.asarray(a.bitmaps), xp.asarray(b.bitmaps), as_xp(xp, t.task_a, np.int64),
         as_xp(xp, t.task_b, np.int64), as_xp(xp, t.c_ptr, np.int64))
     want_bitmaps, want_offsets = brute_count([int(x) for x in a.bitmaps],
                                              [int(x) for x in b.bitmaps], t)
-    assert int(empty[0]) == want_bitmaps.count(0)
-    c_bitmaps, c_offsets = host(c_bitmaps), host(c_offsets)
+    assert (counts.shift > 0) == packed
+    assert nonempty_blocks(counts) == len(want_bitmaps) - want_bitmaps.count(0)
+    c_bitmaps, c_offsets = host(counts.bitmaps), host(counts.offsets())
     assert c_bitmaps.dtype == np.uint64 and c_offsets.dtype == np.int64
     assert [int(x) for x in c_bitmaps] == want_bitmaps
     assert c_offsets.tolist() == want_offsets
@@ -276,22 +288,22 @@ def test_count_by_hand(xp):
     #   A2 = (2,1)             B2 = (1,0)  (second block)   A2 B2 = (2,0), bit 16
     a_bitmaps = np.array([1 | (1 << 7), 1 << 59, 1 << 17], dtype=np.uint64)
     b_bitmaps = np.array([0xFF, 1 << 31, 1 << 8], dtype=np.uint64)
-    c_bitmaps, c_offsets, _ = count_mod.count(
+    counts = count_mod.count(
         xp.asarray(a_bitmaps), xp.asarray(b_bitmaps), as_xp(xp, [0, 1, 2], np.int64),
         as_xp(xp, [0, 1, 2], np.int64), as_xp(xp, [0, 2, 3], np.int64))
-    assert [int(x) for x in host(c_bitmaps)] == [0xFF | TOP, 1 << 16]
-    assert host(c_offsets).tolist() == [0, 9, 10]
+    assert [int(x) for x in host(counts.bitmaps)] == [0xFF | TOP, 1 << 16]
+    assert host(counts.offsets()).tolist() == [0, 9, 10]
 
 
 def test_count_keeps_structurally_empty_products(xp):
     # A(0,0) holds (0,0) only and B(0,0) holds (1,0) only: the pair exists, but
     # column 0 of A meets row 0 of B, which is empty
-    c_bitmaps, c_offsets, empty = count_mod.count(
+    counts = count_mod.count(
         as_xp(xp, [1], np.uint64), as_xp(xp, [1 << 8], np.uint64), as_xp(xp, [0], np.int64),
         as_xp(xp, [0], np.int64), as_xp(xp, [0, 1], np.int64))
-    assert [int(x) for x in host(c_bitmaps)] == [0]
-    assert int(empty[0]) == 1  # reported, so the caller drops the block
-    assert host(c_offsets).tolist() == [0, 0]
+    assert [int(x) for x in host(counts.bitmaps)] == [0]
+    assert nonempty_blocks(counts) == 0  # reported, so the caller drops the block
+    assert host(counts.offsets()).tolist() == [0, 0]
 
 
 SPECIAL = [0, 1, TOP, ALL_ONES, TOP | 1, 0xFF, 0xFF << 56, 0x0101010101010101,
@@ -473,13 +485,24 @@ def test_compact_everything_dropped(xp):
     assert offsets.tolist() == [0]
 
 
-def test_drop_empty_blocks_before_the_multiply(xp):
+def counted(xp, bitmaps, packed):
+    """A count stage's result for these output bitmaps, packed or not."""
+    bitmaps = np.array(bitmaps, dtype=np.uint64)
+    sizes = np.bitwise_count(bitmaps).astype(np.int64)
+    shift = count_mod.pack_shift(bitmaps.size) if packed else 0
+    if shift:
+        sizes = (sizes << shift) | (bitmaps != 0)
+    scan = np.concatenate([[0], np.cumsum(sizes)])
+    return count_mod.Counts(xp.asarray(bitmaps), xp.asarray(scan), shift)
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_drop_empty_blocks_before_the_multiply(xp, packed):
     # block 1 is empty (its pairs' products were empty): dropped with its task
     # run, the others keep their offsets (an empty block holds no value)
     keys, bitmaps, offsets, first, last, nnz = compact_mod.drop_empty(
-        as_xp(xp, [3, 4, 7], np.uint64), as_xp(xp, [1, 0, 6], np.uint64),
-        as_xp(xp, [0, 1, 1, 3], np.int64), as_xp(xp, [0, 2, 3, 5], np.int64),
-        as_xp(xp, [1], np.uint64))
+        as_xp(xp, [3, 4, 7], np.uint64), counted(xp, [1, 0, 6], packed),
+        as_xp(xp, [0, 2, 3, 5], np.int64))
     keys, bitmaps, offsets, first, last = (host(x) for x in (keys, bitmaps, offsets, first,
                                                              last))
     assert keys.tolist() == [3, 7] and bitmaps.tolist() == [1, 6]
@@ -487,12 +510,12 @@ def test_drop_empty_blocks_before_the_multiply(xp):
     assert first.tolist() == [0, 3] and last.tolist() == [2, 5]
 
 
-def test_drop_empty_without_empty_blocks_keeps_the_arrays(xp):
-    keys, bitmaps, offsets = (as_xp(xp, [3, 7], np.uint64), as_xp(xp, [1, 6], np.uint64),
-                              as_xp(xp, [0, 1, 3], np.int64))
-    got = compact_mod.drop_empty(keys, bitmaps, offsets, as_xp(xp, [0, 2, 5], np.int64),
-                                 as_xp(xp, [0], np.uint64))
-    assert got[0] is keys and got[1] is bitmaps and got[2] is offsets and got[5] == 3
+@pytest.mark.parametrize("packed", [True, False])
+def test_drop_empty_without_empty_blocks_keeps_the_arrays(xp, packed):
+    keys, counts = as_xp(xp, [3, 7], np.uint64), counted(xp, [1, 6], packed)
+    got = compact_mod.drop_empty(keys, counts, as_xp(xp, [0, 2, 5], np.int64))
+    assert got[0] is keys and got[1] is counts.bitmaps and got[5] == 3
+    assert host(got[2]).tolist() == [0, 1, 3]
     assert host(got[3]).tolist() == [0, 2] and host(got[4]).tolist() == [2, 5]
 
 
@@ -519,9 +542,9 @@ def test_cuda_intermediates_equal_numpy(name, dtype, runs, monkeypatch):
     results = {}
     for xp in (np, cupy):
         t = tasks_mod.tasks(*task_args(xp, a, b))
-        c_bitmaps, c_offsets, empty = count_mod.count(
+        counts = count_mod.count(
             xp.asarray(a.bitmaps), xp.asarray(b.bitmaps), t.task_a, t.task_b, t.c_ptr)
-        kept = compact_mod.drop_empty(t.c_keys, c_bitmaps, c_offsets, t.c_ptr, empty)
+        kept = compact_mod.drop_empty(t.c_keys, counts, t.c_ptr)
         c_values, zero_values = multiply_mod.multiply(
             xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(a.values),
             xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
@@ -529,8 +552,8 @@ def test_cuda_intermediates_equal_numpy(name, dtype, runs, monkeypatch):
         c_nonzero = compact_mod.nonzero_bits(kept[1], kept[2], c_values)
         out = compact_mod.compact(kept[0], kept[1], kept[2], c_values, None, zero_values)
         results[xp.__name__] = dict(
-            empty=empty, zero_values=zero_values, task_a=t.task_a, task_b=t.task_b,
-            c_keys=t.c_keys, c_ptr=t.c_ptr, c_bitmaps=c_bitmaps, c_offsets=c_offsets,
+            scan=counts.scan, zero_values=zero_values, task_a=t.task_a, task_b=t.task_b,
+            c_keys=t.c_keys, c_ptr=t.c_ptr, c_bitmaps=counts.bitmaps,
             c_first=kept[3], c_last=kept[4], c_nonzero=c_nonzero, c_values=c_values,
             keys=out[0], bitmaps=out[1], offsets=out[2], values=out[3])
     want, got = results["numpy"], results["cupy"]

@@ -142,10 +142,12 @@ extern "C" __global__ void bmsparse_tasks_heads(
 //   long long row_first[a_nblocks] - out: first task of that block row (non-decreasing:
 //                                 the segments of the sort)
 //   long long max_runs          - block rows of more A blocks are "heavy": sorted, not merged
-//   u64       stats[3]          - out: the most tasks of one block row; the tasks of
-//                                 block rows longer than a chunk; the tasks of heavy
-//                                 block rows (atomics, one per thread block after a
-//                                 reduction: one address for all rows would serialise them)
+//   u64       stats[4]          - out: the number of tasks (ends[a_nblocks - 1]); the
+//                                 most tasks of one block row; the tasks of block rows
+//                                 longer than a chunk; the tasks of heavy block rows
+//                                 (atomics, one per thread block after a reduction: one
+//                                 address for all rows would serialise them). Zeroed
+//                                 by the caller; read on the host in one copy.
 extern "C" __global__ void bmsparse_tasks_spans(
     const u64* __restrict__ a_keys, long long a_nblocks, const long long* __restrict__ ends,
     const long long* __restrict__ counts, long long chunk, long long max_runs,
@@ -156,6 +158,7 @@ extern "C" __global__ void bmsparse_tasks_spans(
     __shared__ unsigned long long warp_sums[3][32];
     long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     unsigned long long v[3] = {0, 0, 0};  // span, long tasks, heavy tasks
+    if (a == a_nblocks - 1) stats[0] = (unsigned long long)ends[a];
     if (a < a_nblocks) {
         const u64 i = block_row(a_keys[a]);
         const long long a0 = lower_bound(a_keys, a_nblocks, i << 32);
@@ -193,9 +196,9 @@ extern "C" __global__ void bmsparse_tasks_spans(
             v[2] += __shfl_down_sync(0xffffffffu, v[2], d);
         }
         if (threadIdx.x == 0) {
-            if (v[0]) atomicMax(stats, v[0]);
-            if (v[1]) atomicAdd(stats + 1, v[1]);
-            if (v[2]) atomicAdd(stats + 2, v[2]);
+            if (v[0]) atomicMax(stats + 1, v[0]);
+            if (v[1]) atomicAdd(stats + 2, v[1]);
+            if (v[2]) atomicAdd(stats + 3, v[2]);
         }
     }
 }
@@ -206,15 +209,16 @@ extern "C" __global__ void bmsparse_tasks_spans(
 // every other run, how many of its keys come first (ties go to the run of the
 // smaller j, that is, the earlier task). A thread loops over the runs of its
 // row, so rows of more than max_runs A blocks are left to a sort: their tasks
-// write their packed sort code (as bmsparse_tasks_expand) and a heavy flag.
+// append their packed sort code (as bmsparse_tasks_expand) to heavy_codes, in
+// any order (the codes are distinct and get sorted).
 //   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
 //   u64       a_keys[a_nblocks], b_keys[b_nblocks]
 //   long long row_a0[a_nblocks], row_a1[a_nblocks], row_first[a_nblocks] - from spans
 //   long long max_runs, col_bits, task_bits
 //   long long task_a[ntasks], task_b[ntasks] - out: in sorted order (light rows)
 //   u64       keys[ntasks]      - out: output key of each sorted task (light rows)
-//   u64       codes[ntasks]     - out: sort code of each task of a heavy row
-//   char      heavy[ntasks]     - out: 1 for the tasks of heavy rows, else 0
+//   u64       heavy_codes[nheavy] - out: sort codes of the tasks of heavy rows
+//   unsigned long long nheavy[1] - in/out: codes appended so far (starts at 0)
 // Work: O(sum over light block rows of tasks * A blocks * log(B blocks per row)).
 extern "C" __global__ void bmsparse_tasks_rank(
     const long long* __restrict__ ends, const long long* __restrict__ lo,
@@ -223,7 +227,7 @@ extern "C" __global__ void bmsparse_tasks_rank(
     const long long* __restrict__ row_a1, const long long* __restrict__ row_first,
     long long max_runs, long long col_bits, long long task_bits,
     long long* __restrict__ task_a, long long* __restrict__ task_b, u64* __restrict__ keys,
-    u64* __restrict__ codes, char* __restrict__ heavy)
+    u64* __restrict__ heavy_codes, unsigned long long* __restrict__ nheavy)
 {
     long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (t >= ntasks) return;
@@ -231,10 +235,9 @@ extern "C" __global__ void bmsparse_tasks_rank(
     const long long idx = t - (ends[a] - counts[a]);
     const long long b = lo[a] + idx;
     const u64 k = block_col(b_keys[b]);
-    const bool is_heavy = row_a1[a] - row_a0[a] > max_runs;
-    heavy[t] = is_heavy;
-    if (is_heavy) {
-        codes[t] = ((u64)block_row(a_keys[a]) << (col_bits + task_bits)) | (k << task_bits) | (u64)t;
+    if (row_a1[a] - row_a0[a] > max_runs) {
+        heavy_codes[atomicAdd(nheavy, 1ull)] =
+            ((u64)block_row(a_keys[a]) << (col_bits + task_bits)) | (k << task_bits) | (u64)t;
         return;
     }
     long long rank = idx;
@@ -257,43 +260,34 @@ extern "C" __global__ void bmsparse_tasks_rank(
     keys[s] = make_key(block_row(a_keys[a]), k);
 }
 
-// The heavy tasks' positions and codes, packed in task order (their number is
-// known on the host from the spans, so nothing waits for a count).
-//   long long heavy_rank[ntasks] - inclusive scan of the heavy flags
-//   u64       codes[ntasks]      - sort codes (valid for heavy tasks)
-//   long long places[nheavy]     - out: position of each heavy task, ascending
-//   u64       heavy_codes[nheavy] - out: its code
-extern "C" __global__ void bmsparse_tasks_gather_heavy(
-    const long long* __restrict__ heavy_rank, const u64* __restrict__ codes, long long ntasks,
-    long long* __restrict__ places, u64* __restrict__ heavy_codes)
-{
-    long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (t >= ntasks) return;
-    const long long r = heavy_rank[t];
-    if (r != (t ? heavy_rank[t - 1] : 0)) {
-        places[r - 1] = t;
-        heavy_codes[r - 1] = codes[t];
-    }
-}
-
-// The tasks of heavy rows, once their codes are sorted, to their places.
+// The tasks of heavy rows, once their codes are sorted, to their places: a
+// heavy row holds the contiguous range of tasks starting at row_first, and
+// its codes are a contiguous range of the sorted ones (the row is their high
+// bits), so sorted code h goes to row_first + h - (first sorted code of its row).
 //   u64       sorted[nheavy]    - sorted codes of the heavy tasks
-//   long long places[nheavy]    - the heavy tasks' positions, ascending (each heavy row
-//                                 holds a contiguous range, in row order)
 //   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
+//   long long row_first[a_nblocks] - first task of each A block's row (from spans)
 //   long long col_bits, task_bits
-//   long long task_a[ntasks], task_b[ntasks]; u64 keys[ntasks] - out, at places
+//   long long task_a[ntasks], task_b[ntasks]; u64 keys[ntasks] - out, at their places
 extern "C" __global__ void bmsparse_tasks_place_heavy(
-    const u64* __restrict__ sorted, const long long* __restrict__ places, long long nheavy,
-    const long long* __restrict__ ends, long long a_nblocks, const long long* __restrict__ lo,
-    const long long* __restrict__ counts, long long col_bits, long long task_bits,
+    const u64* __restrict__ sorted, long long nheavy, const long long* __restrict__ ends,
+    long long a_nblocks, const long long* __restrict__ lo, const long long* __restrict__ counts,
+    const long long* __restrict__ row_first, long long col_bits, long long task_bits,
     long long* __restrict__ task_a, long long* __restrict__ task_b, u64* __restrict__ keys)
 {
     long long h = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (h >= nheavy) return;
     const u64 code = sorted[h];
     const long long t = (long long)(code & ((1ull << task_bits) - 1ull));
-    const long long a = owner_of(ends, a_nblocks, t), s = places[h];
+    const long long a = owner_of(ends, a_nblocks, t);
+    // the first sorted code of this row: the codes below h that share its high bits
+    const u64 row_bits = code >> (col_bits + task_bits);
+    long long l = 0, r = h;
+    while (l < r) {
+        const long long mid = (l + r) >> 1;
+        if ((sorted[mid] >> (col_bits + task_bits)) < row_bits) l = mid + 1; else r = mid;
+    }
+    const long long s = row_first[a] + h - l;
     const u64 key = code >> task_bits;
     task_a[s] = a;
     task_b[s] = lo[a] + t - (ends[a] - counts[a]);

@@ -47,7 +47,6 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_spans": (),
     "bmsparse_tasks_rank": (),
     "bmsparse_tasks_place_heavy": (),
-    "bmsparse_tasks_gather_heavy": (),
     "bmsparse_tasks_key_heads": (),
     "bmsparse_tasks_masked_count": (),
     "bmsparse_tasks_masked_pairs": (),
@@ -320,8 +319,7 @@ def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any) -> RowStats:
     stats = xp.zeros(4, dtype=xp.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
     _kernels.launch(kernel, n, (a_keys, n, ends, counts, _primitives.SORT_CHUNK, RANK_MAX_RUNS,
-                                row_a0, row_a1, row_first, stats[1:]))
-    stats[0] = ends[-1]
+                                row_a0, row_a1, row_first, stats))
     ntasks, max_span, long_tasks, heavy = (int(v) for v in stats.tolist())  # sync: one read
     return RowStats(ntasks, row_a0, row_a1, row_first, max_span, long_tasks, heavy)
 
@@ -336,25 +334,20 @@ def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowSt
     task_a = cupy.empty(n, dtype=cupy.int64)
     task_b = cupy.empty(n, dtype=cupy.int64)
     keys = cupy.empty(n, dtype=cupy.uint64)
-    codes = cupy.empty(n, dtype=cupy.uint64)
-    heavy = cupy.empty(n, dtype=cupy.int8)
+    nheavy = rows.heavy_tasks
+    # the heavy codes, then their counter (appended in any order: they get sorted)
+    heavy = cupy.zeros(nheavy + 1, dtype=cupy.uint64)
+    heavy_codes, appended = heavy[:nheavy], heavy[nheavy:]
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_rank")
     _kernels.launch(kernel, n, (ends, lo, counts, a_keys, na, b_keys, n, rows.row_a0,
                                 rows.row_a1, rows.row_first, RANK_MAX_RUNS, col_bits,
-                                task_bits, task_a, task_b, keys, codes, heavy))
-    if rows.heavy_tasks:
-        # heavy rows hold contiguous ranges of tasks, in row order, so their
-        # codes sorted together fill their places in order
-        nheavy = rows.heavy_tasks
-        heavy_rank = cupy.cumsum(heavy, dtype=cupy.int64)
-        places = cupy.empty(nheavy, dtype=cupy.int64)
-        sorted_codes = cupy.empty(nheavy, dtype=cupy.uint64)
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_gather_heavy")
-        _kernels.launch(kernel, n, (heavy_rank, codes, n, places, sorted_codes))
-        sorted_codes.sort()
+                                task_bits, task_a, task_b, keys, heavy_codes, appended))
+    if nheavy:
+        heavy_codes.sort()
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_place_heavy")
-        _kernels.launch(kernel, nheavy, (sorted_codes, places, nheavy, ends, na, lo, counts,
-                                         col_bits, task_bits, task_a, task_b, keys))
+        _kernels.launch(kernel, nheavy, (heavy_codes, nheavy, ends, na, lo, counts,
+                                         rows.row_first, col_bits, task_bits, task_a, task_b,
+                                         keys))
     return task_a, task_b, keys
 
 

@@ -110,7 +110,7 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     value_bytes = 0 if sr.structural else dtype.itemsize * (2 if drop_zeros else 1)
 
     def product(a_part: BitmapMatrix, b_part: BitmapMatrix,
-                max_bytes: int | None = None) -> BitmapMatrix:
+                max_bytes: tasks.Budget = None) -> BitmapMatrix:
         stage_ms: dict[str, float] | None = {} if timings is not None else None
         c = _product(a_part, b_part, sr, dtype, _mask_rows(m, a_part, a), complement,
                      drop_zeros, stage_ms, max_bytes, value_bytes)
@@ -125,7 +125,7 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
         try:
             # the task count, known at the task stage's first sync, is checked
             # against free memory before the task list is allocated
-            c, nslices = product(a, b, None if xp is np else slices.device_budget(xp, None)), 1
+            c, nslices = product(a, b, None if xp is np else slices.free_memory(xp)), 1
         except MemoryError:
             slices.free_pool(a)
             c, nslices = slices.sliced_product(a, b, product, slices.device_budget(xp, None),
@@ -180,7 +180,7 @@ def _mask_rows(m: BitmapMatrix | None, a_part: BitmapMatrix,
 
 def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
              mask: BitmapMatrix | None, complement: bool, drop_zeros: bool,
-             timings: dict[str, float] | None, max_bytes: int | None = None,
+             timings: dict[str, float] | None, max_bytes: tasks.Budget = None,
              value_bytes: int = 0) -> BitmapMatrix:
     """The four stages; MemoryError if the task list, or after the count stage the
     task list and ``value_bytes`` per output value, would need more than
@@ -195,9 +195,8 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
                          task_list.c_ptr, c_allowed)
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz = compact.drop_empty(
         task_list.c_keys, counts, task_list.c_ptr)
-    needed = task_list.ntasks * tasks.BYTES_PER_TASK + nnz * value_bytes
-    if max_bytes is not None and needed > max_bytes:
-        raise slices.OverBudget(needed, max_bytes)
+    tasks.check_budget("the product", task_list.ntasks * tasks.BYTES_PER_TASK + nnz * value_bytes,
+                       max_bytes)
     clock.lap("count")
     if sr.structural:
         clock.lap("multiply")
@@ -217,7 +216,7 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
 
 
 def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,
-               complement: bool, max_bytes: int | None) -> tuple[tasks.TaskList, Any]:
+               complement: bool, max_bytes: tasks.Budget) -> tuple[tasks.TaskList, Any]:
     """The task list and the bits each output block may have (None: all)."""
     if mask is not None and not complement:
         # the output blocks are the mask's, in its order

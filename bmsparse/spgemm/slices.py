@@ -41,12 +41,16 @@ def device_budget(xp: Any, max_memory: int | None) -> int | None:
     return free if max_memory is None else min(free, max_memory)
 
 
-class OverBudget(MemoryError):
-    """A product that would need ``needed`` bytes, more than its budget."""
+def free_memory(xp: Any) -> Callable[[], int]:
+    """:func:`device_budget` without a cap, asked of the driver at most once."""
+    known: list[int] = []
 
-    def __init__(self, needed: int, budget: int):
-        super().__init__(f"the product needs about {needed:,} bytes, more than {budget:,}")
-        self.needed = needed
+    def free() -> int:
+        if not known:
+            known.append(device_budget(xp, None))
+        return known[0]
+
+    return free
 
 
 def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,

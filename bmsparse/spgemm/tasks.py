@@ -28,7 +28,7 @@ mask is generated and nothing is sorted.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple, Union
 
 import numpy as np
 
@@ -63,11 +63,36 @@ RANK_MAX_RUNS = 32
 #: peaks were 120-190 bytes per task on the WebBase surrogate, float64
 BYTES_PER_TASK = 192
 
+#: needs below this many bytes are not checked against the free device memory:
+#: asking the driver costs tens of microseconds, and an allocation that fails
+#: anyway is caught and the product sliced
+UNCHECKED_BYTES = 1 << 30
+
+#: a byte budget: a number, a function giving the free device memory, or None
+Budget = Union[int, Callable[[], int], None]
+
 #: threads per mask block in the masked task kernels (one warp)
 _WARP = 32
 
 #: width of the packed sort code; tests lower it to reach the argsort path
 PACKED_SORT_BITS = 64
+
+
+class OverBudget(MemoryError):
+    """A product that would need ``needed`` bytes, more than its budget."""
+
+    def __init__(self, what: str, needed: int, budget: int):
+        super().__init__(f"{what} needs about {needed:,} bytes, more than {budget:,}")
+        self.needed = needed
+
+
+def check_budget(what: str, needed: int, max_bytes: Budget) -> None:
+    """Raise OverBudget when ``needed`` bytes exceed ``max_bytes``."""
+    if max_bytes is None or (callable(max_bytes) and needed < UNCHECKED_BYTES):
+        return
+    budget = max_bytes() if callable(max_bytes) else max_bytes
+    if needed > budget:
+        raise OverBudget(what, needed, budget)
 
 
 class TaskList(NamedTuple):
@@ -91,7 +116,7 @@ class TaskList(NamedTuple):
 
 
 def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
-          max_bytes: int | None = None) -> TaskList:
+          max_bytes: Budget = None) -> TaskList:
     """Task list of ``A @ B`` from the block keys of A and B.
 
     Parameters
@@ -100,10 +125,12 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
         Strictly increasing block keys of A and B.
     row_bound, col_bound : int
         Number of block rows of A and of block columns of B.
-    max_bytes : int, optional
-        Memory the product may use; with more than ``max_bytes /
-        BYTES_PER_TASK`` tasks, MemoryError is raised before anything is
-        allocated for them (the caller then slices the product).
+    max_bytes : int or callable, optional
+        Memory the product may use (a callable gives the free device memory,
+        asked only for lists of ``UNCHECKED_BYTES`` or more); with more than
+        ``max_bytes / BYTES_PER_TASK`` tasks, :class:`OverBudget` is raised
+        before anything is allocated for them (the caller then slices the
+        product).
 
     Returns
     -------
@@ -119,9 +146,7 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     ends = cumsum(xp, counts)
     rows = _rows(xp, a_keys, ends, counts)  # sync: size of the task list
     ntasks = rows.ntasks
-    if max_bytes is not None and ntasks * BYTES_PER_TASK > max_bytes:
-        raise MemoryError(f"the task list of {ntasks:,} tasks needs about "
-                          f"{ntasks * BYTES_PER_TASK:,} bytes, more than {max_bytes:,}")
+    check_budget(f"the task list of {ntasks:,} tasks", ntasks * BYTES_PER_TASK, max_bytes)
     col_bits = max((col_bound - 1).bit_length(), 1)
     task_bits = max((ntasks - 1).bit_length(), 1)
     packs = max((row_bound - 1).bit_length(), 1) + col_bits + task_bits <= PACKED_SORT_BITS
@@ -143,7 +168,7 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
 
 
 def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
-                 max_bytes: int | None = None) -> TaskList:
+                 max_bytes: Budget = None) -> TaskList:
     """Task list of ``A @ B`` restricted to the blocks of a mask.
 
     Parameters
@@ -178,9 +203,8 @@ def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
         counts = masked_counts(m_keys, a_keys, bt_keys, a_range, b_range)
         ends = cumsum(xp, counts)
     ntasks = int(ends[-1]) if ends.shape[0] else 0  # sync: size of the task list
-    if max_bytes is not None and ntasks * BYTES_PER_TASK > max_bytes:
-        raise MemoryError(f"the masked task list of {ntasks:,} tasks needs about "
-                          f"{ntasks * BYTES_PER_TASK:,} bytes, more than {max_bytes:,}")
+    check_budget(f"the masked task list of {ntasks:,} tasks", ntasks * BYTES_PER_TASK,
+                 max_bytes)
     if xp is not np:
         task_a, task_b = masked_pairs(m_keys, a_keys, bt_keys, a_range, b_range, b_order,
                                       counts, ends, ntasks)

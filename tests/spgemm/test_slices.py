@@ -157,6 +157,7 @@ def test_task_list_larger_than_free_memory_is_sliced_before_allocation(xp, monke
     whole = spgemm(m, m)
     monkeypatch.setattr(slices, "device_budget",
                         lambda xp, max_memory: 300 * tasks_mod.BYTES_PER_TASK)
+    monkeypatch.setattr(tasks_mod, "UNCHECKED_BYTES", 0)  # check even this small a list
     if xp is np:  # the host path has no free-memory check: give it one
         real = spgemm_mod._product
         # max_bytes is the last argument but one, value_bytes the last
@@ -165,6 +166,31 @@ def test_task_list_larger_than_free_memory_is_sliced_before_allocation(xp, monke
     timings = {}
     same_bits(xp, spgemm(m, m, timings=timings), whole)
     assert timings["slices"] > 1
+
+
+def test_free_memory_is_asked_only_for_large_needs():
+    asked = []
+
+    def free() -> int:
+        asked.append(1)
+        return 10**12
+
+    tasks_mod.check_budget("small", tasks_mod.UNCHECKED_BYTES - 1, free)
+    assert not asked
+    tasks_mod.check_budget("large", tasks_mod.UNCHECKED_BYTES, free)
+    assert asked == [1]
+    with pytest.raises(tasks_mod.OverBudget, match="huge needs about 1,000,000,000,000,000 "
+                                                   "bytes, more than 1,000,000,000,000"):
+        tasks_mod.check_budget("huge", 10**15, free)
+    with pytest.raises(MemoryError, match="needs about 101 bytes, more than 100"):
+        tasks_mod.check_budget("a number", 101, 100)  # a number is always checked
+
+
+def test_free_memory_is_read_once_per_product(monkeypatch):
+    calls = []
+    monkeypatch.setattr(slices, "device_budget", lambda xp, max_memory: calls.append(1) or 5)
+    free = slices.free_memory(np)
+    assert (free(), free(), calls) == (5, 5, [1])
 
 
 def test_task_stage_refuses_a_list_larger_than_max_bytes(xp):

@@ -208,11 +208,28 @@ def concatenate(xp: Any, pieces: list[BitmapMatrix], shape: tuple[int, int],
                 dtype: Any) -> BitmapMatrix:
     """Row slices of one matrix, in order, as one matrix.
 
-    The pieces are consumed: each is released as soon as it is copied, so
-    the peak is the result plus one piece, not twice the result.
+    The pieces are consumed: each is released as soon as it is copied. On the
+    GPU the pieces and C are briefly all on the device; when that does not
+    fit, the pieces go to the host first and C is filled from there, so the
+    peak is C plus one piece.
     """
     if len(pieces) == 1:
         return pieces.pop()
+    try:
+        return _joined(xp, pieces, shape, dtype)
+    except MemoryError:
+        if xp is np:
+            raise
+        for index, piece in enumerate(pieces):
+            pieces[index] = piece.get()  # sync: the pieces wait on the host
+        xp.get_default_memory_pool().free_all_blocks()
+        return _joined(xp, pieces, shape, dtype)
+
+
+def _joined(xp: Any, pieces: list[BitmapMatrix], shape: tuple[int, int],
+            dtype: Any) -> BitmapMatrix:
+    """C on ``xp`` from its pieces (on either side), all allocated before any is
+    consumed: a failed allocation leaves ``pieces`` whole."""
     nblocks = sum(p.nblocks for p in pieces)
     nnz = sum(p.nnz for p in pieces)
     keys = xp.empty(nblocks, dtype=xp.uint64)
@@ -222,11 +239,11 @@ def concatenate(xp: Any, pieces: list[BitmapMatrix], shape: tuple[int, int],
     block, value = 0, 0
     while pieces:
         p = pieces.pop(0)
-        keys[block:block + p.nblocks] = p.keys
-        bitmaps[block:block + p.nblocks] = p.bitmaps
-        offsets[block:block + p.nblocks] = p.offsets[:-1] + value
+        keys[block:block + p.nblocks] = xp.asarray(p.keys)
+        bitmaps[block:block + p.nblocks] = xp.asarray(p.bitmaps)
+        offsets[block:block + p.nblocks] = xp.asarray(p.offsets[:-1]) + value
         if values is not None:
-            values[value:value + p.nnz] = p.values
+            values[value:value + p.nnz] = xp.asarray(p.values)
         block, value = block + p.nblocks, value + p.nnz
         del p
     offsets[nblocks] = nnz

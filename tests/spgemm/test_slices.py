@@ -111,6 +111,31 @@ def test_output_on_the_host(xp):
     same_bits(np, got, spgemm(m, m).get())
 
 
+@pytest.mark.gpu
+def test_pieces_wait_on_the_host_when_c_and_its_pieces_do_not_fit(monkeypatch):
+    # the first attempt to allocate C next to its pieces runs out of memory:
+    # the pieces move to the host and C is filled from there, bit for bit
+    import cupy
+
+    _, m = operands(cupy)
+    whole = spgemm(m, m)
+    real, failures = slices._joined, []
+
+    def first_fails(xp, pieces, *args):
+        if not failures:
+            failures.append(len(pieces))
+            raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
+        assert all(not p.on_device for p in pieces)
+        return real(xp, pieces, *args)
+
+    monkeypatch.setattr(slices, "_joined", first_fails)
+    timings = {}
+    got = spgemm(m, m, max_memory=200 * tasks_mod.BYTES_PER_TASK, timings=timings)
+    assert failures == [timings["slices"]] and timings["slices"] > 1
+    assert got.on_device
+    same_bits(cupy, got, whole)
+
+
 def test_unknown_output_is_refused():
     m = BitmapMatrix(random_csr(8, 8, 0.5, seed=1))
     with pytest.raises(ValueError, match="output must be 'device' or 'host', got 'disk'"):

@@ -220,7 +220,9 @@ def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,
     """The task list and the bits each output block may have (None: all)."""
     if mask is not None and not complement:
         # the output blocks are the mask's, in its order
-        return tasks.masked_tasks(a.keys, b.keys, mask.keys, max_bytes), mask.bitmaps
+        # B's column order is kept with B: repeated masked products sort it once
+        return (tasks.masked_tasks(a.keys, b.keys, mask.keys, max_bytes, b._column_order()),
+                mask.bitmaps)
     task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
                             nblocks_along(b.shape[1]), max_bytes)
     if mask is None:
@@ -266,7 +268,8 @@ def masked_pair_sum(a: Any, b: Any, mask: Any) -> int:
         raise matmul_mismatch(a.shape, b.shape)
     m = _check_mask(mask, (a.shape[0], b.shape[1]))
     get_array_module(a.keys, b.keys, m.keys)  # TypeError for a host/device mix
-    c_pairs = tasks.masked_pair_counts(m.keys, m.bitmaps, a.keys, a.bitmaps, b.keys, b.bitmaps)
+    c_pairs = tasks.masked_pair_counts(m.keys, m.bitmaps, a.keys, a.bitmaps, b.keys, b.bitmaps,
+                                       b._column_order())
     return int(c_pairs.sum()) if c_pairs.shape[0] else 0  # sync: the count
 
 

@@ -167,8 +167,8 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     return _grouped(xp, task_a, task_b, sorted_codes, heads, col_bits, task_bits)
 
 
-def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
-                 max_bytes: Budget = None) -> TaskList:
+def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any, max_bytes: Budget = None,
+                 b_order: Any = None) -> TaskList:
     """Task list of ``A @ B`` restricted to the blocks of a mask.
 
     Parameters
@@ -177,6 +177,8 @@ def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
         Strictly increasing block keys of A, B and the mask.
     max_bytes : int, optional
         As for :func:`tasks`.
+    b_order : int64 [b_nblocks], optional
+        B's column order (``transpose.column_order``), when already known.
 
     Returns
     -------
@@ -190,10 +192,11 @@ def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
     -----
     O(m_nblocks log(a_nblocks + b_nblocks) + sum over mask blocks of
     min(|A row|, |B column|) log(max(...))) work, plus a sort of B's keys
-    into column order. Syncs once, for the number of tasks.
+    into column order unless ``b_order`` is given. Syncs once, for the
+    number of tasks.
     """
     xp = get_array_module(a_keys, b_keys, m_keys)
-    bt_keys, b_order = column_order(b_keys)
+    bt_keys, b_order = column_order(b_keys, b_order)
     a_range, b_range = masked_ranges(m_keys, a_keys, bt_keys)
     if xp is np:  # the twin finds every pair at once; the kernels count, then write
         owner, task_a, y = _masked_matches(m_keys, a_keys, bt_keys, a_range)
@@ -213,14 +216,15 @@ def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any,
     return TaskList(task_a, task_b, m_keys, c_ptr)
 
 
-def column_order(b_keys: Any) -> tuple[Any, Any]:
+def column_order(b_keys: Any, order: Any = None) -> tuple[Any, Any]:
     """B's keys with their halves swapped (``k << 32 | j``), sorted (uint64), and
-    the B block of each (int64)."""
-    xp = get_array_module(b_keys)
-    shift = xp.uint64(KEY_SHIFT)
-    swapped = (b_keys << shift) | (b_keys >> shift)
-    order = stable_argsort(xp, swapped).astype(xp.int64, copy=False)
-    return swapped[order], order
+    the B block of each (int64): ``order``, or ``transpose.column_order``."""
+    from ..transpose import column_order as block_column_order
+
+    order = block_column_order(b_keys) if order is None else order
+    shift = np.uint64(KEY_SHIFT)
+    keys = b_keys[order]
+    return (keys << shift) | (keys >> shift), order
 
 
 def masked_ranges(m_keys: Any, a_keys: Any, bt_keys: Any) -> tuple[Any, Any]:
@@ -273,12 +277,13 @@ def masked_pairs(m_keys: Any, a_keys: Any, bt_keys: Any, a_range: Any, b_range: 
 
 
 def masked_pair_counts(m_keys: Any, m_bitmaps: Any, a_keys: Any, a_bitmaps: Any,
-                       b_keys: Any, b_bitmaps: Any) -> Any:
+                       b_keys: Any, b_bitmaps: Any, b_order: Any = None) -> Any:
     """Per mask block, the number of (r, t, c) with A[r, t], B[t, c] and mask[r, c]
     over its pairs (int64 [m_nblocks]): :func:`masked_tasks` and
-    ``count.pair_counts`` fused, so no task list is stored."""
+    ``count.pair_counts`` fused, so no task list is stored. ``b_order`` as
+    for :func:`masked_tasks`."""
     xp = get_array_module(m_keys, m_bitmaps, a_keys, a_bitmaps, b_keys, b_bitmaps)
-    bt_keys, b_order = column_order(b_keys)
+    bt_keys, b_order = column_order(b_keys, b_order)
     a_range, b_range = masked_ranges(m_keys, a_keys, bt_keys)
     n = m_keys.shape[0]
     if xp is np:

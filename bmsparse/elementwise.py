@@ -115,7 +115,7 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     nc, nnz, zero_blocks = read_sizes(c_sizes, c_offsets)
     if zero_blocks:
         arrays = compact(c_keys[:nc], c_bitmaps[:nc], c_offsets[:nc + 1], c_values[:nnz],
-                         c_nonzero[:nc], c_sizes[2:])
+                         c_nonzero[:nc], zero_blocks)
     else:
         arrays = (*_fit_blocks(c_keys, c_bitmaps, c_offsets, nc),
                   _cut(c_values, nnz, _wasteful(nnz, c_values.shape[0])))

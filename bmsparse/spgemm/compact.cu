@@ -7,7 +7,9 @@
 //   u64       c_bitmaps[c_nblocks]       - bitmaps before compaction
 //   u64       c_nonzero[c_nblocks]       - bits to keep (a subset of c_bitmaps)
 //   long long c_offsets[c_nblocks + 1]   - value offsets before compaction
-//   long long new_offsets[c_nblocks + 1] - value offsets after (scan of popcount(c_nonzero))
+//   long long new_offsets[c_nblocks + 1] - value offsets after, shifted left by shift (the
+//                                        packed scan of count.cu, non-empty blocks below)
+//   long long shift
 //   T         c_values[c_nnz]            - values before compaction
 //   long long c_nblocks
 //   T         new_values[new_nnz]        - out: the kept values
@@ -41,12 +43,13 @@ template <typename T>
 __global__ void bmsparse_compact_values(
     const u64* __restrict__ c_bitmaps, const u64* __restrict__ c_nonzero,
     const long long* __restrict__ c_offsets, const long long* __restrict__ new_offsets,
-    const T* __restrict__ c_values, long long c_nblocks, T* __restrict__ new_values)
+    long long shift, const T* __restrict__ c_values, long long c_nblocks,
+    T* __restrict__ new_values)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
     const u64 keep = c_nonzero[q];
-    long long src = c_offsets[q], dst = new_offsets[q];
+    long long src = c_offsets[q], dst = new_offsets[q] >> shift;
     for (u64 rest = c_bitmaps[q]; rest; rest &= rest - 1ull, ++src) {
         const int bit = __ffsll((long long)rest) - 1;
         if (keep & (1ull << bit)) new_values[dst++] = c_values[src];

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from .. import _kernels
-from .._format import popcount, set_bits
+from .._format import set_bits
 from .._primitives import cumsum, exclusive_scan
 from .._sputils import get_array_module
-from .count import Counts
+from .count import Counts, pack_shift, packed_sizes
 
 _KERNELS = "spgemm/compact.cu"
 _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
@@ -54,18 +54,24 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> tuple[Any, Any, Any, 
     """
     xp = get_array_module(c_keys, counts.bitmaps, counts.scan, c_ptr)
     n = c_keys.shape[0]
-    total = int(counts.scan[-1])  # sync: the number of values and of non-empty blocks
-    if counts.shift:
-        nnz, kept, rank = total >> counts.shift, total & ((1 << counts.shift) - 1), None
-    else:
-        nnz, rank = total, cumsum(xp, _nonempty(xp, counts.bitmaps))
-        kept = int(rank[-1]) if n else 0  # sync: only past pack_shift's limit
+    nnz, kept, rank = _sizes(xp, counts)
     if kept == n:
         return c_keys, counts.bitmaps, counts.offsets(), c_ptr[:-1], c_ptr[1:], nnz
     offsets = counts.offsets() if xp is np else counts.scan
     keys, bitmaps, offsets, first, last = _keep_blocks(
         xp, c_keys, counts.bitmaps, offsets, rank, kept, c_ptr, counts.shift)
     return keys, bitmaps, offsets, first, last, nnz
+
+
+def _sizes(xp: Any, counts: Counts) -> tuple[int, int, Any]:
+    """nnz, the number of non-empty blocks, and their inclusive rank (None when
+    the scan is packed: it holds them)."""
+    total = int(counts.scan[-1])  # sync: the number of values and of non-empty blocks
+    if counts.shift:
+        return total >> counts.shift, total & ((1 << counts.shift) - 1), None
+    rank = cumsum(xp, _nonempty(xp, counts.bitmaps))
+    n = counts.bitmaps.shape[0]
+    return total, int(rank[-1]) if n else 0, rank  # sync: only past pack_shift's limit
 
 
 def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
@@ -80,9 +86,9 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     c_nonzero : uint64 [c_nblocks] or None
         Subset of ``c_bitmaps``: the entries to keep; None to find them from
         the values (see :func:`nonzero_bits`).
-    zeros : uint64 [1]
+    zeros : uint64 [1] or int
         Non-zero when something is to be dropped (a count of zero values or
-        of blocks holding one).
+        of blocks holding one); an int when the caller already read it.
 
     Returns
     -------
@@ -92,24 +98,26 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
 
     Notes
     -----
-    On the GPU it syncs once to learn whether anything is dropped, and once
-    more to size the result when something is.
+    On the GPU it syncs once to learn whether anything is dropped (unless
+    ``zeros`` is an int), and once more to size the result when something is:
+    the kept values and blocks come from one scan, as in the count stage.
     """
-    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero, zeros)
-    if not int(zeros[0]):  # sync: most products drop no value
+    xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
+    if not (zeros if isinstance(zeros, int) else int(zeros[0])):  # sync: most drop nothing
         return c_keys, c_bitmaps, c_offsets, c_values
     if c_nonzero is None:
         c_nonzero = nonzero_bits(c_bitmaps, c_offsets, c_values)
-    new_offsets = exclusive_scan(xp, popcount(c_nonzero))
-    rank = cumsum(xp, _nonempty(xp, c_nonzero))
-    # sync: sizes of the result, in one read
-    new_nnz, kept = (int(v) for v in xp.stack([new_offsets[-1], rank[-1]]).tolist())
+    shift = pack_shift(c_keys.shape[0])
+    kept_counts = Counts(c_nonzero, exclusive_scan(xp, packed_sizes(c_nonzero, shift)), shift)
+    new_nnz, kept, rank = _sizes(xp, kept_counts)
     if xp is np:
         values = _compact_numpy(c_bitmaps, c_nonzero, c_values)
+        new_offsets = kept_counts.offsets()
     else:
-        values = _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values,
+        new_offsets = kept_counts.scan
+        values = _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, shift, c_values,
                                new_nnz)
-    return (*_keep_blocks(xp, c_keys, c_nonzero, new_offsets, rank, kept), values)
+    return (*_keep_blocks(xp, c_keys, c_nonzero, new_offsets, rank, kept, None, shift), values)
 
 
 def nonzero_bits(c_bitmaps: Any, c_offsets: Any, c_values: Any) -> Any:
@@ -179,13 +187,13 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
     return out if c_ptr is None else (*out, first, last)
 
 
-def _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, c_values, new_nnz):
+def _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, shift, c_values, new_nnz):
     import cupy
 
     new_values = cupy.empty(new_nnz, dtype=c_values.dtype)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_values", T=c_values.dtype)
     c_nblocks = c_bitmaps.shape[0]
-    _kernels.launch(kernel, c_nblocks, (c_bitmaps, c_nonzero, c_offsets, new_offsets,
+    _kernels.launch(kernel, c_nblocks, (c_bitmaps, c_nonzero, c_offsets, new_offsets, shift,
                                         c_values, c_nblocks, new_values))
     return new_values
 

@@ -53,6 +53,32 @@ def pack_shift(c_nblocks: int) -> int:
     return shift if (64 * c_nblocks).bit_length() + shift <= 63 else 0
 
 
+def packed_sizes(bitmaps: Any, shift: int) -> Any:
+    """``popcount(bitmaps) << shift | (bitmaps != 0)`` (int64; the popcount alone
+    when ``shift`` is 0): the items of a :class:`Counts` scan."""
+    xp = get_array_module(bitmaps)
+    if xp is not np:
+        return _packed_sizes_kernel()(bitmaps, shift)
+    sizes = popcount(bitmaps)
+    return (sizes << shift) | (bitmaps != 0) if shift else sizes
+
+
+_PACKED_SIZES = None
+
+
+def _packed_sizes_kernel() -> Any:
+    global _PACKED_SIZES
+    if _PACKED_SIZES is None:
+        import cupy
+
+        _PACKED_SIZES = cupy.ElementwiseKernel(
+            "uint64 b, int64 shift", "int64 s",
+            "s = shift ? ((long long)__popcll(b) << shift) | (long long)(b != 0)"
+            " : (long long)__popcll(b)",
+            "bmsparse_count_packed_sizes")
+    return _PACKED_SIZES
+
+
 def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
           c_ptr: Any, c_allowed: Any = None) -> Counts:
     """Bitmaps of the output blocks, and the scan giving their value offsets and
@@ -81,9 +107,7 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
         c_bitmaps = _count_numpy(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
         if c_allowed is not None:
             c_bitmaps &= c_allowed
-        c_sizes = popcount(c_bitmaps)
-        if shift:
-            c_sizes = (c_sizes << shift) | (c_bitmaps != 0)
+        c_sizes = packed_sizes(c_bitmaps, shift)
     else:
         c_bitmaps, c_sizes = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
                                          c_allowed, shift)

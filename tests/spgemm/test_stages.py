@@ -463,12 +463,18 @@ COMPACT_IN = ([5, 9, (1 << 32) | 1], [0b1011, TOP, (1 << 10) | (1 << 20)], [0, 3
 COMPACT_OUT = ([5, (1 << 32) | 1], [0b1001, (1 << 10) | (1 << 20)], [0, 2, 4], [1, 2, 3, 4])
 
 
+@pytest.mark.parametrize("packed", [True, False])
+@pytest.mark.parametrize("zeros_known", [True, False])
 @pytest.mark.parametrize("dtype", ["int32", "float32", "float64", "complex128"])
-def test_compact_by_hand(dtype, xp):
+def test_compact_by_hand(dtype, zeros_known, packed, xp, monkeypatch):
+    if not packed:
+        monkeypatch.setattr(compact_mod, "pack_shift", lambda n: 0)
     keys, bitmaps, offsets, values, nonzero = COMPACT_IN
+    # the zero count as the multiply leaves it on the device, or already read
+    zeros = 2 if zeros_known else as_xp(xp, [2], np.uint64)
     got = compact_mod.compact(as_xp(xp, keys, np.uint64), as_xp(xp, bitmaps, np.uint64),
                               as_xp(xp, offsets, np.int64), as_xp(xp, values, dtype),
-                              as_xp(xp, nonzero, np.uint64), as_xp(xp, [2], np.uint64))
+                              as_xp(xp, nonzero, np.uint64), zeros)
     keys, bitmaps, offsets, values = (host(x) for x in got)
     assert [int(k) for k in keys] == COMPACT_OUT[0]
     assert [int(b) for b in bitmaps] == COMPACT_OUT[1]

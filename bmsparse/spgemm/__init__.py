@@ -195,6 +195,7 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
                          task_list.c_ptr, c_allowed)
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz = compact.drop_empty(
         task_list.c_keys, counts, task_list.c_ptr)
+    del counts  # the bitmaps and scan before dropping empty blocks: not kept to the peak
     tasks.check_budget("the product", task_list.ntasks * tasks.BYTES_PER_TASK + nnz * value_bytes,
                        max_bytes)
     clock.lap("count")

@@ -9,15 +9,6 @@
 // Work: O(n), sequential over tiles of 4 * BMSPARSE_SCAN_THREADS elements:
 // meant for n up to a few tens of thousands. Deterministic (integers).
 //
-// Longer arrays are cut into spans of `span` elements, one thread block each,
-// in three launches (CuPy's cumsum costs more host time than all three):
-// bmsparse_scan_span_sums sums every span, bmsparse_scan_inclusive scans the
-// sums, and bmsparse_scan_spans scans every span from the sum of those before.
-//   long long span            - elements per thread block
-//   long long sums[nspans]    - out: the sum of each span (scanned in place next)
-//   long long prefix[nspans]  - inclusive scan of the sums
-// Launch: one block of BMSPARSE_SCAN_THREADS threads per span.
-//
 // bmsparse_sort_segment_chunks: sorts uint64 codes whose segments (runs of
 // codes already ordered against each other, such as the tasks of one block
 // row) are short, in shared memory, one thread block per chunk of segments.
@@ -26,22 +17,21 @@
 #endif
 #define BMSPARSE_SCAN_ITEMS 4
 
-// out[first:last] = carry0 + inclusive scan of in[first:last], by one thread block
-__device__ __forceinline__ void scan_range(const long long* in, long long first,
-                                           long long last, long long* out, long long carry0)
+extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS)
+bmsparse_scan_inclusive(const long long* in, long long n, long long* out)
 {
     __shared__ long long warp_sums[BMSPARSE_SCAN_THREADS / 32];
     __shared__ long long carry;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (threadIdx.x == 0) carry = carry0;
+    if (threadIdx.x == 0) carry = 0;
     __syncthreads();
-    for (long long tile = first; tile < last; tile += BMSPARSE_SCAN_THREADS * BMSPARSE_SCAN_ITEMS) {
-        const long long start = tile + (long long)threadIdx.x * BMSPARSE_SCAN_ITEMS;
+    for (long long tile = 0; tile < n; tile += BMSPARSE_SCAN_THREADS * BMSPARSE_SCAN_ITEMS) {
+        const long long first = tile + (long long)threadIdx.x * BMSPARSE_SCAN_ITEMS;
         long long v[BMSPARSE_SCAN_ITEMS];
         long long sum = 0;
 #pragma unroll
         for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
-            v[k] = start + k < last ? in[start + k] : 0;
+            v[k] = first + k < n ? in[first + k] : 0;
             sum += v[k];
         }
         // inclusive scan of the per-thread sums across the warp, then the warps
@@ -67,47 +57,12 @@ __device__ __forceinline__ void scan_range(const long long* in, long long first,
 #pragma unroll
         for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
             running += v[k];
-            if (start + k < last) out[start + k] = running;
+            if (first + k < n) out[first + k] = running;
         }
         __syncthreads();
         if (threadIdx.x == BMSPARSE_SCAN_THREADS - 1) carry = running;
         __syncthreads();
     }
-}
-
-extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS)
-bmsparse_scan_inclusive(const long long* in, long long n, long long* out)
-{
-    scan_range(in, 0, n, out, 0);
-}
-
-extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS)
-bmsparse_scan_span_sums(const long long* __restrict__ in, long long n, long long span,
-                        long long* __restrict__ sums)
-{
-    __shared__ long long warp_sums[BMSPARSE_SCAN_THREADS / 32];
-    const long long first = blockIdx.x * span;
-    const long long last = min(n, first + span);
-    long long s = 0;
-    for (long long i = first + threadIdx.x; i < last; i += BMSPARSE_SCAN_THREADS) s += in[i];
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) s += __shfl_down_sync(0xffffffffu, s, d);
-    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        s = threadIdx.x < BMSPARSE_SCAN_THREADS / 32 ? warp_sums[threadIdx.x] : 0;
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) s += __shfl_down_sync(0xffffffffu, s, d);
-        if (threadIdx.x == 0) sums[blockIdx.x] = s;
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS)
-bmsparse_scan_spans(const long long* in, long long n, long long span,
-                    const long long* __restrict__ prefix, long long* out)
-{
-    const long long first = blockIdx.x * span;
-    scan_range(in, first, min(n, first + span), out, blockIdx.x ? prefix[blockIdx.x - 1] : 0);
 }
 
 #ifndef BMSPARSE_SORT_THREADS

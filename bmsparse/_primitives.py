@@ -11,21 +11,16 @@ from ._sputils import get_array_module
 
 _KERNELS = "_primitives.cu"
 _kernels.register(_KERNELS, {"bmsparse_scan_inclusive": (),
-                             "bmsparse_scan_span_sums": (),
-                             "bmsparse_scan_spans": (),
                              "bmsparse_sort_segment_chunks": ()})
 
 #: arrays up to this length are scanned by one thread block in one launch
 SMALL_SCAN = 1 << 16
-#: longer ones in spans of this many elements, one thread block each, in
-#: three launches (up to SMALL_SCAN spans; CuPy's cumsum beyond)
-SCAN_SPAN = 1 << 13
 _SCAN_THREADS = 1024
 
 
 def cumsum(xp: Any, a: Any) -> Any:
-    """Inclusive scan of an int64 array (one to three launches on the GPU)."""
-    if xp is np or a.dtype != np.int64 or a.shape[0] > SMALL_SCAN * SCAN_SPAN:
+    """Inclusive scan of an int64 array (one launch for small device arrays)."""
+    if xp is np or a.shape[0] > SMALL_SCAN or a.dtype != np.int64:
         return xp.cumsum(a)
     out = xp.empty_like(a)
     _scan_into(a, out)
@@ -33,34 +28,14 @@ def cumsum(xp: Any, a: Any) -> Any:
 
 
 def _scan_into(a: Any, out: Any) -> None:
-    """``out[:] = cumsum(a)`` on the GPU (``out`` may be ``a``); int64, n <=
-    SMALL_SCAN * SCAN_SPAN."""
-    import cupy
-
     n = a.shape[0]
-    if n <= SMALL_SCAN:
-        _launch_one_block("bmsparse_scan_inclusive", n, (a, np.int64(n), out))
-        return
-    nspans = -(-n // SCAN_SPAN)
-    sums = cupy.empty(nspans, dtype=cupy.int64)
-    _launch_spans("bmsparse_scan_span_sums", n, nspans, (a, np.int64(n), np.int64(SCAN_SPAN),
-                                                         sums))
-    _launch_one_block("bmsparse_scan_inclusive", nspans, (sums, np.int64(nspans), sums))
-    _launch_spans("bmsparse_scan_spans", n, nspans, (a, np.int64(n), np.int64(SCAN_SPAN), sums,
-                                                     out))
-
-
-def _launch_one_block(name: str, n: int, args: tuple[Any, ...]) -> None:
     if n == 0:
         return
-    _launch_spans(name, n, 1, args)
-
-
-def _launch_spans(name: str, n: int, nblocks: int, args: tuple[Any, ...]) -> None:
-    kernel = _kernels.get_kernel(_KERNELS, name)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_scan_inclusive")
+    args = (a, np.int64(n), out)
     if _kernels.launch_hook is not None:
-        _kernels.launch_hook(kernel.name, n, nblocks, _SCAN_THREADS)
-    kernel((nblocks,), (_SCAN_THREADS,), args)
+        _kernels.launch_hook(kernel.name, n, 1, _SCAN_THREADS)
+    kernel((1,), (_SCAN_THREADS,), args)
 
 
 def stable_argsort(xp: Any, a: Any) -> Any:
@@ -73,7 +48,7 @@ def stable_argsort(xp: Any, a: Any) -> Any:
 def exclusive_scan(xp: Any, counts: Any) -> Any:
     """Offsets, int64 [n + 1]: ``[0, counts[0], counts[0] + counts[1], ...]``."""
     out = xp.zeros(counts.shape[0] + 1, dtype=xp.int64)
-    if xp is np or counts.shape[0] > SMALL_SCAN * SCAN_SPAN or counts.dtype != np.int64:
+    if xp is np or counts.shape[0] > SMALL_SCAN or counts.dtype != np.int64:
         xp.cumsum(counts, out=out[1:])
     else:
         _scan_into(counts, out[1:])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bmsparse import BitmapMatrix, spgemm
+from bmsparse.semiring import plus_times
 from bmsparse.spgemm import slices
 from bmsparse.spgemm import tasks as tasks_mod
 from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
@@ -209,6 +210,24 @@ def test_free_memory_is_asked_only_for_large_needs():
         tasks_mod.check_budget("huge", 10**15, free)
     with pytest.raises(MemoryError, match="needs about 101 bytes, more than 100"):
         tasks_mod.check_budget("a number", 101, 100)  # a number is always checked
+
+
+def test_free_memory_is_checked_against_the_values_still_to_allocate(xp, monkeypatch):
+    # free memory read after the task list exists already excludes it: only
+    # the values count against it, while a fixed budget covers both
+    _, m = operands(xp)
+    whole = spgemm(m, m)
+    value_bytes = 64  # a charge per value, large enough that the values outweigh the tasks
+    values = whole.nnz * value_bytes
+    listed = int(tasks_mod.ranges(m.keys, m.keys)[1].sum()) * tasks_mod.BYTES_PER_TASK
+    monkeypatch.setattr(tasks_mod, "UNCHECKED_BYTES", 0)
+    args = (m, m, plus_times, np.dtype(np.float64), None, False, True, None)
+    same_bits(xp, spgemm_mod._product(*args, lambda: values, value_bytes), whole)
+    with pytest.raises(tasks_mod.OverBudget):
+        spgemm_mod._product(*args, lambda: values - 1, value_bytes)
+    with pytest.raises(tasks_mod.OverBudget):
+        spgemm_mod._product(*args, listed + values - 1, value_bytes)
+    same_bits(xp, spgemm_mod._product(*args, listed + values, value_bytes), whole)
 
 
 def test_free_memory_is_read_once_per_product(monkeypatch):

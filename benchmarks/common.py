@@ -837,6 +837,20 @@ def write_json(path: str | os.PathLike, data: dict[str, Any]) -> None:
     path.write_text(text + "\n", encoding="utf-8")
 
 
+def conclude(report: Report, mismatches: Sequence[str], failures: Sequence[str],
+             json_path: str | None, record: dict[str, Any]) -> int:
+    """Report the mismatches and failures, write ``record`` to ``json_path`` when
+    given, and return the script's exit status (1 when anything went wrong)."""
+    if mismatches:
+        report.line(f"MISMATCH: {', '.join(mismatches)}")
+    if failures:
+        report.line(f"failed: {', '.join(failures)}")
+    if json_path:
+        write_json(json_path, record)
+        report.line(f"wrote {json_path}")
+    return 1 if mismatches or failures else 0
+
+
 def matrix_label(path: str | os.PathLike) -> str:
     """A matrix file's name without its extension (``webbase-1M.tar.gz`` -> ``webbase-1M``)."""
     name = Path(os.fspath(path)).name

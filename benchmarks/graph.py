@@ -320,19 +320,12 @@ def main(argv: list[str] | None = None) -> int:
     bad = [r["name"] for r in rows if False in (r["structure_match"], r["triangles_check"],
                                                  r["bfs_check"], r["bfs_hub_check"])]
     failed = [r["name"] for r in rows if r["errors"]]
-    if bad:
-        report.line(f"MISMATCH: {', '.join(bad)}")
-    if failed:
-        report.line(f"failed: {', '.join(failed)}")
-    if args.json:
-        common.write_json(args.json, {
-            "script": "graph.py", "argv": sys.argv[1:] if argv is None else argv,
-            "device": device.describe(),
-            "settings": {"repeat": args.repeat, "warmup": args.warmup, "scale": scale,
-                         "max_multiplies": max_multiplies, "only": args.only},
-            "rows": rows, "targets": targets, "mismatches": bad, "failures": failed})
-        report.line(f"wrote {args.json}")
-    return 1 if bad or failed else 0
+    return common.conclude(report, bad, failed, args.json, {
+        "script": "graph.py", "argv": sys.argv[1:] if argv is None else argv,
+        "device": device.describe(),
+        "settings": {"repeat": args.repeat, "warmup": args.warmup, "scale": scale,
+                     "max_multiplies": max_multiplies, "only": args.only},
+        "rows": rows, "targets": targets, "mismatches": bad, "failures": failed})
 
 
 def _verdict(ok: bool | None) -> str:

@@ -203,16 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         mean = common.geomean([r["ratio"] for r in rows if r["op"] == op])
         report.line(f"geometric-mean ratio of {op}: {fmt_x(mean)}")
     mismatches = [f"{r['matrix']} {r['op']}" for r in rows if r["match"] is False]
-    if mismatches:
-        report.line(f"MISMATCH: {', '.join(mismatches)}")
-    if args.json:
-        common.write_json(args.json, {"script": "ops.py", "device": device.describe(),
-                                      "peer": peer, "rows": rows,
-                                      "settings": {"repeat": args.repeat,
-                                                   "warmup": args.warmup,
-                                                   "scale": args.scale}})
-        report.line(f"wrote {args.json}")
-    return 1 if mismatches else 0
+    return common.conclude(report, mismatches, [], args.json, {
+        "script": "ops.py", "device": device.describe(), "peer": peer, "rows": rows,
+        "settings": {"repeat": args.repeat, "warmup": args.warmup, "scale": args.scale}})
 
 
 if __name__ == "__main__":

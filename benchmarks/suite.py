@@ -203,23 +203,15 @@ def main(argv: list[str] | None = None) -> int:
     report.line(f"geometric-mean speedup over {counted} matrices: {fmt_x(mean)}")
     mismatches = [r["name"] for r in rows if r["match"] is False]
     failures = [r["name"] for r in rows if r["error"]]
-    if mismatches:
-        report.line(f"MISMATCH: {', '.join(mismatches)}")
-    if failures:
-        report.line(f"failed: {', '.join(failures)}")
-
-    if args.json:
-        common.write_json(args.json, {
-            "script": "suite.py", "argv": sys.argv[1:] if argv is None else argv,
-            "device": device.describe(), "peer": peer_name,
-            "settings": {"repeat": args.repeat, "warmup": args.warmup,
-                         "max_multiplies": max_multiplies,
-                         "dir": str(Path(args.dir) if args.dir else DEFAULT_DIR),
-                         "structured": not args.no_structured, "only": args.only},
-            "rows": rows, "geomean_speedup": mean, "mismatches": mismatches,
-            "failures": failures})
-        report.line(f"wrote {args.json}")
-    return 1 if mismatches or failures else 0
+    return common.conclude(report, mismatches, failures, args.json, {
+        "script": "suite.py", "argv": sys.argv[1:] if argv is None else argv,
+        "device": device.describe(), "peer": peer_name,
+        "settings": {"repeat": args.repeat, "warmup": args.warmup,
+                     "max_multiplies": max_multiplies,
+                     "dir": str(Path(args.dir) if args.dir else DEFAULT_DIR),
+                     "structured": not args.no_structured, "only": args.only},
+        "rows": rows, "geomean_speedup": mean, "mismatches": mismatches,
+        "failures": failures})
 
 
 if __name__ == "__main__":

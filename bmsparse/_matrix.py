@@ -13,6 +13,30 @@ from ._primitives import exclusive_scan
 from ._sputils import check_dtype, check_shape, get_array_module, upcast
 
 
+class _BlockArray:
+    """One of a BitmapMatrix's block arrays: reading or replacing it first
+    computes a lazy transpose (``BitmapMatrix._arrays``)."""
+
+    def __init__(self, derives_cache: bool = False):
+        # the cached row pointer and column order derive from the keys alone
+        self._derives_cache = derives_cache
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._attr = "_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        obj._arrays()
+        return getattr(obj, self._attr)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj._arrays()
+        setattr(obj, self._attr, value)
+        if self._derives_cache:
+            obj._cache.clear()
+
+
 class BitmapMatrix:
     """Sparse matrix in bitmap block format, on the host (NumPy) or a GPU (CuPy).
 
@@ -114,42 +138,10 @@ class BitmapMatrix:
             self._transpose_of = None
         return self._keys, self._bitmaps, self._offsets, self._values
 
-    @property
-    def keys(self) -> Any:
-        return self._arrays()[0]
-
-    @keys.setter
-    def keys(self, keys: Any) -> None:
-        self._arrays()
-        self._keys = keys
-        self._cache.clear()
-
-    @property
-    def bitmaps(self) -> Any:
-        return self._arrays()[1]
-
-    @bitmaps.setter
-    def bitmaps(self, bitmaps: Any) -> None:
-        self._arrays()
-        self._bitmaps = bitmaps
-
-    @property
-    def offsets(self) -> Any:
-        return self._arrays()[2]
-
-    @offsets.setter
-    def offsets(self, offsets: Any) -> None:
-        self._arrays()
-        self._offsets = offsets
-
-    @property
-    def values(self) -> Any:
-        return self._arrays()[3]
-
-    @values.setter
-    def values(self, values: Any) -> None:
-        self._arrays()
-        self._values = values
+    keys = _BlockArray(derives_cache=True)
+    bitmaps = _BlockArray()
+    offsets = _BlockArray()
+    values = _BlockArray()
 
     def _column_order(self) -> Any:
         """The blocks in (block column, block row) order, computed once."""

@@ -127,7 +127,7 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
             # against free memory before the task list is allocated
             c, nslices = product(a, b, None if xp is np else slices.free_memory(xp)), 1
         except MemoryError:
-            slices.free_pool(a)
+            slices.free_pool(xp)
             c, nslices = slices.sliced_product(a, b, product, slices.device_budget(xp, None),
                                                output, value_bytes)
     else:

@@ -15,6 +15,7 @@ row, which either fits or raises MemoryError saying what it needed.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -43,14 +44,7 @@ def device_budget(xp: Any, max_memory: int | None) -> int | None:
 
 def free_memory(xp: Any) -> Callable[[], int]:
     """:func:`device_budget` without a cap, asked of the driver at most once."""
-    known: list[int] = []
-
-    def free() -> int:
-        if not known:
-            known.append(device_budget(xp, None))
-        return known[0]
-
-    return free
+    return functools.cache(lambda: device_budget(xp, None))
 
 
 def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
@@ -169,7 +163,7 @@ def _run(a: BitmapMatrix, b: BitmapMatrix, first: int, last: int, product: Produ
     try:
         c = product(rows_of(a, first, last), b, max_memory)
     except MemoryError as exc:
-        free_pool(a)
+        free_pool(get_array_module(a.keys))
         middle = _row_boundary(a, first, last)
         if middle is None:
             key = a.keys[first:first + 1]
@@ -222,7 +216,7 @@ def concatenate(xp: Any, pieces: list[BitmapMatrix], shape: tuple[int, int],
             raise
         for index, piece in enumerate(pieces):
             pieces[index] = piece.get()  # sync: the pieces wait on the host
-        xp.get_default_memory_pool().free_all_blocks()
+        free_pool(xp)
         return _joined(xp, pieces, shape, dtype)
 
 
@@ -250,12 +244,10 @@ def _joined(xp: Any, pieces: list[BitmapMatrix], shape: tuple[int, int],
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, shape, dtype, nnz)
 
 
-def free_pool(a: BitmapMatrix) -> None:
+def free_pool(xp: Any) -> None:
     """Return CuPy's cached blocks to the device (before slicing after an OOM)."""
-    if not isinstance(a.keys, np.ndarray):
-        import cupy
-
-        cupy.get_default_memory_pool().free_all_blocks()
+    if xp is not np:
+        xp.get_default_memory_pool().free_all_blocks()
 
 
 def _too_large(row: int, needed: int | None, available: int | None) -> MemoryError:

@@ -37,6 +37,7 @@ from .._format import COL_MASK, KEY_SHIFT
 from .. import _primitives
 from .._primitives import cumsum, sort_segments, stable_argsort
 from .._sputils import get_array_module
+from ..transpose import column_order as block_column_order
 
 _KERNELS = "spgemm/tasks.cu"
 _kernels.register(_KERNELS, {
@@ -219,8 +220,6 @@ def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any, max_bytes: Budget = None
 def column_order(b_keys: Any, order: Any = None) -> tuple[Any, Any]:
     """B's keys with their halves swapped (``k << 32 | j``), sorted (uint64), and
     the B block of each (int64): ``order``, or ``transpose.column_order``."""
-    from ..transpose import column_order as block_column_order
-
     order = block_column_order(b_keys) if order is None else order
     shift = np.uint64(KEY_SHIFT)
     keys = b_keys[order]

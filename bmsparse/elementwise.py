@@ -122,40 +122,6 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     return BitmapMatrix._from_blocks(*arrays, a.shape)
 
 
-def merge_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
-                 union: bool) -> tuple[Any, Any, Any, Any, int]:
-    """The blocks of C: the union (or intersection) of A's and B's keys.
-
-    Parameters
-    ----------
-    a_keys, a_bitmaps, b_keys, b_bitmaps : uint64 [a_nblocks], [b_nblocks]
-        Canonical blocks of A and B.
-    union : bool
-        True: every key of A or B. False: the keys of both whose bitmaps
-        intersect.
-
-    Returns
-    -------
-    c_keys : uint64 [c_nblocks]
-        Sorted.
-    c_a, c_b : int64 [c_nblocks]
-        A's and B's block of each C block, -1 where the operand has none.
-    c_bitmaps : uint64 [c_nblocks]
-        The OR (AND) of the operands' bitmaps.
-    nnz : int
-        The number of their bits.
-
-    Notes
-    -----
-    Stages 1-3 of :func:`elementwise` and one sync. The arrays are views
-    into buffers of the bound's length.
-    """
-    c_keys, c_a, c_b, c_bitmaps, c_offsets, c_sizes = _merge(a_keys, a_bitmaps, b_keys,
-                                                             b_bitmaps, OR if union else AND)
-    nc, nnz, _ = read_sizes(c_sizes, c_offsets)
-    return c_keys[:nc], c_a[:nc], c_b[:nc], c_bitmaps[:nc], nnz
-
-
 def _merge(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
            combine: int) -> tuple[Any, Any, Any, Any, Any, Any]:
     """Stages 1-3: C's block arrays in bound-sized buffers, its offsets, and

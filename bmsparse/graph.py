@@ -27,7 +27,6 @@ from ._format import BLOCK, block_cols_of, block_rows_of, nblocks_along, popcoun
 from ._matrix import BitmapMatrix
 from ._primitives import exclusive_scan
 from ._sputils import get_array_module
-from .elementwise import merge_blocks
 from .spgemm import masked_pair_sum, spgemm
 
 __all__ = ["bfs_levels", "connected_components", "multi_source_bfs", "pagerank", "sssp",
@@ -101,16 +100,11 @@ def _pattern_matrix(keys: Any, bitmaps: Any, shape: tuple[int, int],
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, None, shape, nnz=nnz)
 
 
-def _union(a: BitmapMatrix, b: BitmapMatrix) -> BitmapMatrix:
-    """The pattern of the entries of ``a`` or ``b`` (a merge of keys, no sort)."""
-    keys, _, _, bitmaps, nnz = merge_blocks(a.keys, a.bitmaps, b.keys, b.bitmaps, True)
-    return _pattern_matrix(keys, bitmaps, a.shape, nnz)
-
-
 def _symmetric(a: BitmapMatrix) -> BitmapMatrix:
-    """The pattern of ``a`` or ``a.T``: the undirected graph."""
+    """The pattern of ``a`` or ``a.T``: the undirected graph (bool + bool is the
+    union of the patterns, a merge of keys)."""
     pattern = _structure(a)
-    return _union(pattern, pattern.T)
+    return pattern + pattern.T
 
 
 #: bit (r, c) of a block for c < r: byte r holds its low r bits
@@ -330,7 +324,7 @@ def multi_source_bfs(a: Any, sources: Any) -> Any:
                           complement=True)
         rows, cols = frontier._coo_indices()
         levels[rows, cols] = level
-        visited = _union(visited, frontier)
+        visited = visited + frontier  # bool patterns: their union
     return levels
 
 

@@ -226,19 +226,28 @@ def test_host_and_device_operands_raise():
         a.multiply(cupy.ones((37, 21)))
 
 
-def test_merge_blocks_union_and_intersection(xp):
+def merge(xp, a_keys, a_bitmaps, b_keys, b_bitmaps, combine):
+    """Stages 1-3 and the size read: C's keys, A's and B's block of each, its
+    bitmaps (all cut to C's size) and its nnz."""
+    c_keys, c_a, c_b, c_bitmaps, c_offsets, c_sizes = elementwise._merge(
+        a_keys, a_bitmaps, b_keys, b_bitmaps, combine)
+    nc, nnz, _ = elementwise.read_sizes(c_sizes, c_offsets)
+    return c_keys[:nc], c_a[:nc], c_b[:nc], c_bitmaps[:nc], nnz
+
+
+def test_merge_union_and_intersection(xp):
     # keys 1, 3, 5 and 3, 4, 5, 9; bitmaps chosen so 5 intersects and 3 does not
     a_keys, a_bitmaps = xp.asarray([1, 3, 5], dtype=xp.uint64), xp.asarray([1, 2, 6],
                                                                           dtype=xp.uint64)
     b_keys = xp.asarray([3, 4, 5, 9], dtype=xp.uint64)
     b_bitmaps = xp.asarray([1, 8, 4, 16], dtype=xp.uint64)
-    keys, c_a, c_b, bitmaps, nnz = elementwise.merge_blocks(a_keys, a_bitmaps, b_keys,
-                                                            b_bitmaps, True)
+    keys, c_a, c_b, bitmaps, nnz = merge(xp, a_keys, a_bitmaps, b_keys, b_bitmaps,
+                                         elementwise.OR)
     assert [host(keys).tolist(), host(c_a).tolist(), host(c_b).tolist(),
             host(bitmaps).tolist(), nnz] == [[1, 3, 4, 5, 9], [0, 1, -1, 2, -1],
                                              [-1, 0, 1, 2, 3], [1, 3, 8, 6, 16], 7]
-    keys, c_a, c_b, bitmaps, nnz = elementwise.merge_blocks(a_keys, a_bitmaps, b_keys,
-                                                            b_bitmaps, False)
+    keys, c_a, c_b, bitmaps, nnz = merge(xp, a_keys, a_bitmaps, b_keys, b_bitmaps,
+                                         elementwise.AND)
     assert [host(keys).tolist(), host(c_a).tolist(), host(c_b).tolist(),
             host(bitmaps).tolist(), nnz] == [[5], [2], [2], [4], 1]
 

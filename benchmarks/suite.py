@@ -15,7 +15,9 @@ GPU and small on the CPU path.
 A row per matrix: name, n, nnz, blocks, nnz per block, multiplies, nnz(C),
 our time (kernels only: BitmapMatrix in, BitmapMatrix out), the peer's time
 (cuSPARSE CSR @ CSR through cupyx; scipy on CPU-only machines), speedup,
-peak memory of both and whether the products match. The geometric mean of
+peak memory of both, the strategy our product took ("merge": the row merge,
+"tasks": the task list; see ``bmsparse.spgemm.rowmerge.chooses``) and
+whether the products match. The geometric mean of
 the speedups closes the table.
 """
 
@@ -35,6 +37,7 @@ import numpy as np
 from common import fmt_mib, fmt_ms, fmt_num, fmt_x
 
 from bmsparse import BitmapMatrix, generators
+from bmsparse.spgemm import rowmerge
 
 DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
                    or common.REPO_ROOT.parent / "shared" / "matrices")
@@ -96,7 +99,7 @@ def run_one(name: str, source: str, load: Callable, side: common.Side, *, repeat
                            "ours_ms": None, "ours_gflops": None, "ours_peak_bytes": None,
                            "peer": "cuSPARSE" if side.gpu else "scipy", "peer_ms": None,
                            "peer_peak_bytes": None, "peer_error": None, "speedup": None,
-                           "match": None, "check": None, "error": None, "note": ""}
+                           "match": None, "check": None, "error": None, "note": "", "path": None}
     a, error = common.attempt(f"{name}: read", load)
     if error is not None:
         row["error"] = f"read: {error}"
@@ -118,6 +121,7 @@ def run_one(name: str, source: str, load: Callable, side: common.Side, *, repeat
         big_b = big_a if square else BitmapMatrix.from_scipy(b, device=side.gpu)
         row["blocks"] = big_a.nblocks
         row["nnz_per_block"] = a.nnz / big_a.nblocks if big_a.nblocks else 0.0
+        row["path"] = "merge" if rowmerge.chooses(big_a, big_b) else "tasks"
         got = common.ours_kernels(side, big_a, big_b, repeat=repeat, warmup=warmup, keep=True)
         c = side.to_host(got.result)
         got.result = None
@@ -189,12 +193,12 @@ def main(argv: list[str] | None = None) -> int:
                       fmt_num(r["nnz_per_block"], ".2f"), fmt_num(r["multiplies"]),
                       fmt_num(r["nnz_c"]), fmt_ms(r["ours_ms"]), fmt_ms(r["peer_ms"]),
                       fmt_x(r["speedup"]), fmt_mib(r["ours_peak_bytes"]),
-                      fmt_mib(r["peer_peak_bytes"]), match, note])
+                      fmt_mib(r["peer_peak_bytes"]), r["path"] or "", match, note])
     peer_short = "cuSPARSE" if device.gpu else "scipy"
     report.line()
     report.table(["matrix", "dtype", "n", "nnz", "blocks", "nnz/blk", "multiplies", "nnz(C)",
                   "ours ms", f"{peer_short} ms", "speedup", "ours MiB", f"{peer_short} MiB",
-                  "check", "note"], table, left=(0, 1, 13, 14),
+                  "path", "check", "note"], table, left=(0, 1, 13, 14, 15),
                  title=f"C = A @ A (A @ A.T for rectangular A); speedup = {peer_short} time / "
                        "ours; MiB = peak memory above the inputs, output included"
                        + ("" if device.gpu else " (host, tracemalloc)"))

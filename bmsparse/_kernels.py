@@ -97,7 +97,7 @@ def registered() -> dict[str, dict[str, tuple[str, ...]]]:
     """Every registered file with its kernels (imports the stage modules)."""
     from . import _primitives, convert  # noqa: F401 - registration happens at import
     from . import elementwise, spmv, transpose  # noqa: F401
-    from .spgemm import compact, count, multiply, slices, tasks  # noqa: F401
+    from .spgemm import compact, count, multiply, rowmerge, slices, tasks  # noqa: F401
 
     return dict(_REGISTRY)
 

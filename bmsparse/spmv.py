@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from . import _kernels
-from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, KEY_SHIFT, block_cols_of, \
-    block_rows_of, nblocks_along, set_bits
+from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, block_cols_of, block_rows_of, \
+    nblocks_along, set_bits
 from ._sputils import get_array_module, matmul_mismatch, upcast
 
 _KERNELS = "spmv.cu"
@@ -111,15 +111,7 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
 
 def row_pointer(a: Any) -> Any:
     """Block-row pointer (int64 [nbrows + 1]) of ``a``, computed once and kept with it."""
-    ptr = a._cache.get("row_pointer")
-    if ptr is None:
-        xp = get_array_module(a.keys)
-        starts = xp.arange(nblocks_along(a.shape[0]), dtype=xp.uint64) << xp.uint64(KEY_SHIFT)
-        # the end of the last block row is nblocks: nbrows << 32 may not fit
-        ptr = xp.concatenate([xp.searchsorted(a.keys, starts),
-                              xp.asarray([a.nblocks])]).astype(xp.int64)
-        a._cache["row_pointer"] = ptr
-    return ptr
+    return a._row_pointer()
 
 
 def column_pointer(a: Any) -> tuple[Any, Any]:

@@ -19,10 +19,11 @@ from .._format import nblocks_along
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module, matmul_mismatch, upcast
 from ..semiring import Semiring, get_semiring, plus_pair, plus_times
-from . import compact, count, multiply, slices, tasks
+from . import compact, count, multiply, rowmerge, slices, tasks
 
 #: names of the timed stages, in order
 STAGES = ("tasks", "count", "multiply", "compact")
+
 
 
 def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any = None,
@@ -121,6 +122,10 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
 
     if timings is not None:
         timings.clear()
+    if m is None and max_memory is None and output == "device" and rowmerge.chooses(a, b):
+        c = _merged(a, b, sr, dtype, drop_zeros, timings, value_bytes)
+        if c is not None:
+            return c
     if max_memory is None and (output == "device" or xp is np):
         try:
             # the task count, known at the task stage's first sync, is checked
@@ -216,6 +221,46 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)
+
+
+def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
+            drop_zeros: bool, timings: dict[str, float] | None,
+            value_bytes: int) -> BitmapMatrix | None:
+    """C by the row merge (``rowmerge``) and the multiply, or None when it does
+    not fit in the free device memory (the task-list path then slices the
+    product)."""
+    xp = get_array_module(a.keys, b.keys)
+    clock = _StageClock(xp, timings)
+    clock.lap("tasks")  # none apart: the merge finds the pairs while counting
+    budget = slices.free_memory(xp)
+    try:
+        merged = rowmerge.merge(a, b, not sr.structural,
+                                lambda need: tasks.check_budget("the product", need, budget))
+        tasks.check_budget("the product", merged.nnz * value_bytes, budget)
+    except MemoryError:
+        slices.free_pool(xp)
+        return None
+    clock.lap("count")
+    shape = (a.shape[0], b.shape[1])
+    if sr.structural:
+        c = BitmapMatrix._from_blocks(merged.c_keys, merged.c_bitmaps, merged.c_offsets, None,
+                                      shape, nnz=merged.nnz)
+        clock.lap("multiply")
+    else:
+        c_values, zeros = multiply.multiply(
+            a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, merged.task_a,
+            merged.task_b, merged.c_ptr[:-1], merged.c_ptr[1:], merged.c_bitmaps,
+            merged.c_offsets, merged.nnz, sr, dtype)
+        clock.lap("multiply")
+        arrays = (merged.c_keys, merged.c_bitmaps, merged.c_offsets, c_values)
+        if drop_zeros:
+            arrays = compact.compact(*arrays[:3], c_values, None, zeros)
+        c = BitmapMatrix._from_blocks(*arrays, shape)
+    clock.lap("compact")
+    clock.finish()
+    if timings is not None:
+        timings["slices"] = 1
+    return c
 
 
 def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,

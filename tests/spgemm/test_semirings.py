@@ -19,6 +19,9 @@ from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
 
 VALUE_SEMIRINGS = ["min_plus", "max_plus", "max_times"]
 
+# every test here runs through both strategies (see conftest.py)
+pytestmark = pytest.mark.usefixtures("spgemm_path")
+
 
 def dense_reference(a: sp.csr_array, b: sp.csr_array, name: str) -> tuple[np.ndarray,
                                                                         np.ndarray]:

@@ -9,13 +9,20 @@ import pytest
 
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.semiring import plus_times
-from bmsparse.spgemm import slices
+from bmsparse.spgemm import rowmerge, slices
 from bmsparse.spgemm import tasks as tasks_mod
 from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
 from tests.spgemm.test_spgemm import power_law
 
 # the package's spgemm attribute is the function; the module holds _product
 spgemm_mod = importlib.import_module("bmsparse.spgemm")
+
+
+@pytest.fixture(autouse=True)
+def task_list_path(monkeypatch):
+    """Slicing is the task-list path's: products here never take the row merge
+    (its own fallback to this path is tested in test_rowmerge.py)."""
+    monkeypatch.setattr(rowmerge, "MAX_ROW_BLOCKS", -1)
 
 
 def same_bits(xp, got: BitmapMatrix, want: BitmapMatrix) -> None:

@@ -10,6 +10,9 @@ import bmsparse
 from bmsparse import BitmapMatrix, spgemm
 from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
 
+# every test here runs through both strategies (see conftest.py)
+pytestmark = pytest.mark.usefixtures("spgemm_path")
+
 
 def run(a_csr, b_csr, xp, **kw):
     a = to_device(BitmapMatrix(a_csr), xp)

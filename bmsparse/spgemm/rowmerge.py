@@ -1,0 +1,202 @@
+"""Stages 1 and 2 of SpGEMM by a merge per block row, for light block rows of A.
+
+When no block row of A holds more than ``MAX_ROW_BLOCKS`` blocks, a group of
+lanes per block row (8, or a warp of 32 for rows of more than 32 blocks)
+merges the block rows of B it meets (their keys are sorted by block column)
+and so meets every output block C(i, k) in ascending k with its pairs in
+hand. No full task list is built or sorted; only the useful pairs (those
+whose Boolean product is not empty) are written, and ``multiply`` takes them
+as its task list. Two passes over the same merge (``rowmerge.cu``):
+
+1. count: per block row, its non-empty output blocks, values and useful
+   pairs; one exclusive scan of the three (one array), one read of the totals;
+2. blocks: C's keys, bitmaps, value offsets and useful pairs, written in
+   place.
+
+That is three launches and one sync before the multiply, where the task
+list takes about eight launches and three syncs: the path for small
+products, whose cost is fixed overhead, and for graphs with one or two
+entries per block, whose task lists are several times their multiplies.
+:func:`chooses` says which path a product takes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import _kernels
+from .._format import KEY_SHIFT, nblocks_along, popcount
+from .._primitives import exclusive_scan
+from .._sputils import get_array_module
+
+_KERNELS = "spgemm/rowmerge.cu"
+_kernels.register(_KERNELS, {f"bmsparse_rowmerge_{stage}_{group}": ()
+                             for stage in ("count", "blocks") for group in (8, 32)})
+
+#: longest block row of A (in blocks) the merge takes: a warp's 32 lanes with
+#: ``RM_MAX_STEPS`` (4) cursors each; rows of up to 32 blocks take 8 lanes
+MAX_ROW_BLOCKS = 128
+
+#: products whose A has more blocks take the task list: the merge is
+#: latency-bound (a group of lanes walks one block row's output blocks one
+#: after another), so it wins where fixed costs dominate and loses on large
+#: products, and on long rows of power-law graphs, to the task list's
+#: parallel stages (benchmarks/NOTES.md, session 4)
+MAX_MERGE_BLOCKS = 100_000
+
+#: the block-row pointers this path keeps with A and B are not built for
+#: more block rows than this (their memory would rival the product's)
+MAX_BLOCK_ROWS = 1 << 26
+
+#: RM_MAX_STEPS of the kernels: A blocks per lane
+_MAX_STEPS = 4
+
+#: device bytes of one output block (key, bitmap, offset, pair pointer) and
+#: of one pair
+_BLOCK_BYTES = 32
+_PAIR_BYTES = 16
+
+#: RM_NONE of the kernels marks a finished cursor: no block column may equal it
+_NO_COLUMN = (1 << KEY_SHIFT) - 1
+
+
+
+def longest_row(a: Any) -> int:
+    """Blocks in the longest block row of a BitmapMatrix (one sync, then kept)."""
+    longest = a._cache.get("longest_row")
+    if longest is None:
+        ptr = a._row_pointer()
+        longest = int((ptr[1:] - ptr[:-1]).max()) if ptr.shape[0] > 1 else 0
+        a._cache["longest_row"] = longest
+    return longest
+
+
+def chooses(a: Any, b: Any) -> bool:
+    """True when ``a @ b`` (no mask) runs on this path rather than the task list.
+
+    The rule: on the GPU, when A has at most ``MAX_MERGE_BLOCKS`` blocks and
+    no block row longer than ``MAX_ROW_BLOCKS`` blocks (and A and B at most
+    ``MAX_BLOCK_ROWS`` block rows). The first call on a matrix reads its
+    longest row (one sync); it is kept with it.
+    """
+    xp = get_array_module(a.keys, b.keys)
+    if xp is np or a.nblocks > MAX_MERGE_BLOCKS:
+        return False
+    if max(nblocks_along(a.shape[0]), nblocks_along(b.shape[0])) > MAX_BLOCK_ROWS:
+        return False
+    if nblocks_along(b.shape[1]) > _NO_COLUMN:
+        return False
+    return longest_row(a) <= MAX_ROW_BLOCKS
+
+
+class Merged(NamedTuple):
+    """The output blocks of ``A @ B`` and their useful pairs (a compact task list).
+
+    c_keys, c_bitmaps : uint64 [c_nblocks] - the non-empty output blocks
+    c_offsets : int64 [c_nblocks + 1] - their value offsets
+    c_ptr : int64 [c_nblocks + 1] - block q's pairs are ``[c_ptr[q], c_ptr[q + 1])``
+    task_a, task_b : int64 [npairs] - A and B block of each pair whose Boolean
+        product is not empty, in ascending A block within a block (None when
+        not asked for)
+    nnz : int
+    """
+
+    c_keys: Any
+    c_bitmaps: Any
+    c_offsets: Any
+    c_ptr: Any
+    task_a: Any
+    task_b: Any
+    nnz: int
+
+
+def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
+    """Output blocks of ``a @ b`` and their useful pairs, by the row merge.
+
+    Parameters
+    ----------
+    a, b : BitmapMatrix
+        Shapes (m, k) and (k, n); no block row of ``a`` longer than
+        ``MAX_ROW_BLOCKS`` blocks on the GPU.
+    pairs : bool
+        Write the pairs (the multiply needs them; a structural product not).
+    check : callable, optional
+        Called with the device bytes the output needs once it is known, before
+        it is allocated; may raise (a budget check).
+
+    Returns
+    -------
+    Merged
+        ``multiply.multiply`` takes its pairs as a task list; the sums run in
+        the same order as from ``tasks.tasks`` (pairs with an empty product
+        add nothing), so the values are identical.
+
+    Notes
+    -----
+    On the GPU: three launches (count, scan, blocks) and one sync.
+    """
+    xp = get_array_module(a.keys, b.keys)
+    nbrows = nblocks_along(a.shape[0])
+    if xp is np:
+        return _merge_numpy(a, b, pairs, check)
+    import cupy
+
+    group = 8 if longest_row(a) <= 8 * _MAX_STEPS else 32
+    ops = (a.keys, a.bitmaps, a._row_pointer(), nbrows, b.keys, b.bitmaps, b._row_pointer())
+    sizes = cupy.empty(3 * nbrows, dtype=cupy.int64)
+    _launch(f"bmsparse_rowmerge_count_{group}", group * nbrows, (*ops, sizes))
+    scan = exclusive_scan(xp, sizes)
+    # sync: the sizes of C, in one read
+    totals = [int(v) for v in scan[nbrows::nbrows].tolist()] if nbrows else [0, 0, 0]
+    c_nblocks, nnz, npairs = totals[0], totals[1] - totals[0], totals[2] - totals[1]
+    npairs = npairs if pairs else 0
+    if check is not None:
+        check(c_nblocks * _BLOCK_BYTES + npairs * _PAIR_BYTES)
+    c_keys = cupy.empty(c_nblocks, dtype=cupy.uint64)
+    c_bitmaps = cupy.empty(c_nblocks, dtype=cupy.uint64)
+    make = cupy.zeros if nbrows == 0 else cupy.empty  # no row closes the pointers
+    c_offsets = make(c_nblocks + 1, dtype=cupy.int64)
+    c_ptr = make(c_nblocks + 1, dtype=cupy.int64)
+    task_a = cupy.empty(npairs, dtype=cupy.int64)
+    task_b = cupy.empty(npairs, dtype=cupy.int64)
+    _launch(f"bmsparse_rowmerge_blocks_{group}", group * nbrows,
+            (*ops, scan, int(pairs), c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b))
+    return Merged(c_keys, c_bitmaps, c_offsets, c_ptr, task_a if pairs else None,
+                  task_b if pairs else None, nnz)
+
+
+def _launch(name: str, nthreads: int, args: tuple[Any, ...]) -> None:
+    _kernels.launch(_kernels.get_kernel(_KERNELS, name), nthreads, args)
+
+
+def row_sizes(merged: Merged, nbrows: int) -> np.ndarray:
+    """The count pass's output (int64 [3 * nbrows]) from a merge's result: per
+    block row its blocks, then per block row its values, then its pairs."""
+    rows = (merged.c_keys >> np.uint64(KEY_SHIFT)).astype(np.int64)
+    blocks = np.bincount(rows, minlength=nbrows)
+    values = np.bincount(rows, weights=np.diff(merged.c_offsets), minlength=nbrows)
+    pairs = np.bincount(rows, weights=np.diff(merged.c_ptr), minlength=nbrows)
+    return np.concatenate([blocks, values, pairs]).astype(np.int64)
+
+
+def _merge_numpy(a: Any, b: Any, pairs: bool, check: Any) -> Merged:
+    """The twin: the task list of ``tasks.tasks`` and the bitmaps of
+    ``count.count``, less empty blocks and pairs with empty products."""
+    from . import count, tasks
+
+    tl = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]), nblocks_along(b.shape[1]))
+    bitmaps = count.count(a.bitmaps, b.bitmaps, tl.task_a, tl.task_b, tl.c_ptr).bitmaps
+    useful = count.bool_product(a.bitmaps[tl.task_a], b.bitmaps[tl.task_b]) != 0
+    owner = np.repeat(np.arange(bitmaps.shape[0]), np.diff(tl.c_ptr))
+    kept = bitmaps != 0
+    per_block = np.bincount(owner[useful], minlength=bitmaps.shape[0])[kept]
+    c_bitmaps = bitmaps[kept]
+    c_offsets = exclusive_scan(np, popcount(c_bitmaps))
+    c_ptr = exclusive_scan(np, per_block.astype(np.int64))
+    if check is not None:
+        check(c_bitmaps.shape[0] * _BLOCK_BYTES + (int(c_ptr[-1]) if pairs else 0) * _PAIR_BYTES)
+    task_a, task_b = (tl.task_a[useful], tl.task_b[useful]) if pairs else (None, None)
+    return Merged(tl.c_keys[kept], c_bitmaps, c_offsets, c_ptr, task_a, task_b,
+                  int(c_offsets[-1]))

@@ -1,9 +1,9 @@
 // rowmerge.cu - stages 1 and 2 of SpGEMM by a merge per block row: the exact
 // output blocks and their useful pairs, without building a full task list.
 //
-// A group of G lanes (G = 8 or 32: the kernels' suffix) takes block row i
-// of A. Lane l of the group holds the A blocks a0 + l + G s (s < steps =
-// ceil(row length / G), at most RM_MAX_STEPS), and for each a cursor walking
+// A group of G lanes takes block row i of A. Lane l of the group holds the A
+// blocks a0 + l + G s (s < STEPS; G and STEPS are the kernels' suffixes:
+// 8 x 1, 32 x 1, 32 x 2 or 32 x 4), and for each a cursor walking
 // B's block row j (j = the A block's column). B's keys of a block row are
 // sorted by block column k, so the group visits the output blocks C(i, k) in
 // ascending k by repeatedly taking the smallest k any cursor is at
@@ -12,11 +12,17 @@
 // is skipped), and the pairs whose product is not empty are its useful
 // pairs. Then those cursors advance.
 //
+// A long block row would keep one group busy while the GPU idles, so a row
+// is cut into `parts` ranges of `span` block columns, one group each (part
+// p of row i is unit u = i * parts + p and takes k in [p span, (p + 1) span);
+// its cursors start and end by binary searches in B's block rows). The
+// units' outputs follow each other in key order.
+//
 // Two passes over the same merge:
-// - bmsparse_rowmerge_count_G writes, per block row, its number of
+// - bmsparse_rowmerge_count_G_STEPS writes, per block row, its number of
 //   non-empty output blocks, of values and of useful pairs. One exclusive
 //   scan of the three (one array) places every row's output.
-// - bmsparse_rowmerge_blocks_G writes C's keys, bitmaps and value offsets,
+// - bmsparse_rowmerge_blocks_G_STEPS writes C's keys, bitmaps and value offsets,
 //   and (with write_pairs) each block's useful pairs, in ascending A block
 //   (so ascending j: the task order of tasks.cu), with c_ptr. multiply.cu
 //   then computes the values from them exactly as from a task list.
@@ -25,36 +31,44 @@
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
 //   long long a_ptr[nbrows + 1]       - A's block-row pointer
 //   long long nbrows                  - block rows of A; none longer than
-//                                       G * RM_MAX_STEPS blocks (the caller checks)
-//   u64       b_keys[b_nblocks], b_bitmaps[b_nblocks] - blocks of B
+//                                       G * STEPS blocks (the caller checks)
+//   long long parts, span             - units per block row, block columns per unit
+//   u64       b_keys[b_nblocks], b_bitmaps[b_nblocks] - blocks of B (fewer than 2^31)
 //   long long b_ptr[nbrows(B) + 1]    - B's block-row pointer
-//   long long sizes[3 * nbrows]       - out of count: row i's blocks at [i], its
-//                                       values at [nbrows + i], its useful pairs
-//                                       at [2 nbrows + i]
-//   long long scan[3 * nbrows + 1]    - exclusive scan of sizes
+//   long long sizes[3 * n]            - out of count (n = nbrows * parts units):
+//                                       unit u's blocks at [u], its values at
+//                                       [n + u], its useful pairs at [2 n + u]
+//   long long scan[3 * n + 1]         - exclusive scan of sizes
 //   long long write_pairs             - 0: only keys, bitmaps and offsets
 //   u64       c_keys[c_nblocks], c_bitmaps[c_nblocks] - out: blocks of C
 //   long long c_offsets[c_nblocks + 1] - out: value offsets of C's blocks
 //   long long c_ptr[c_nblocks + 1]    - out: useful pairs of block q are
 //                                       [c_ptr[q], c_ptr[q + 1])
 //   long long task_a[npairs], task_b[npairs] - out: A and B block of each pair
-// Launch: G threads per block row (nbrows * G threads), 1-D grid, blocks of
-// a multiple of 32. Work: per row, O(output blocks * steps) group steps.
+// Launch: G threads per unit (n * G threads), 1-D grid, blocks of a multiple
+// of 32. Work: per unit, O(STEPS log) searches and O(output blocks * STEPS)
+// group steps.
 // Deterministic: every output is written by one thread at a place fixed by
 // the scan and the ballots.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
 
-#define RM_MAX_STEPS 4
 #define RM_NONE 0xffffffffu
 
-// the cursors of one lane: A block a[s] against B's block row of its column
+// the cursors of one lane: A block a0 + member + G s against B's block row
+// of its column. Each holds B's block at pos and the one after it, loaded a
+// step ahead, so advancing a cursor waits on no load. Positions are 32-bit
+// (the caller checks that B has fewer than 2^31 blocks): registers bound the
+// occupancy of these latency-bound kernels.
+template <int STEPS>
 struct RowCursors {
-    long long a[RM_MAX_STEPS];
-    u64 a_bm[RM_MAX_STEPS];
-    long long pos[RM_MAX_STEPS];
-    long long end[RM_MAX_STEPS];
-    unsigned int col[RM_MAX_STEPS];  // block column of B block pos, RM_NONE past end
+    u64 a_bm[STEPS];
+    unsigned int pos[STEPS];
+    unsigned int end[STEPS];
+    unsigned int col[STEPS];       // block column of B block pos, RM_NONE past end
+    u64 b_bm[STEPS];               // its bitmap
+    unsigned int next_col[STEPS];  // the same for B block pos + 1
+    u64 next_bm[STEPS];
 };
 
 // the lanes of this thread's group of G
@@ -63,52 +77,79 @@ __device__ __forceinline__ unsigned int rm_group_mask(int lane) {
     return G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
 }
 
-__device__ __forceinline__ unsigned int rm_col_at(const u64* __restrict__ b_keys,
-                                                  long long pos, long long end) {
-    return pos < end ? block_col(b_keys[pos]) : RM_NONE;
+__device__ __forceinline__ void rm_load(const u64* __restrict__ b_keys,
+                                        const u64* __restrict__ b_bitmaps, unsigned int pos,
+                                        unsigned int end, unsigned int& col, u64& bm) {
+    col = RM_NONE;
+    bm = 0;
+    if (pos < end) {
+        col = block_col(b_keys[pos]);
+        bm = b_bitmaps[pos];
+    }
 }
 
-template <int G>
+// first position in [lo, hi) of b_keys whose block column is at least k
+__device__ __forceinline__ unsigned int rm_first_col(const u64* __restrict__ b_keys,
+                                                     unsigned int lo, unsigned int hi,
+                                                     unsigned long long k) {
+    while (lo < hi) {
+        const unsigned int mid = lo + ((hi - lo) >> 1);
+        if (block_col(b_keys[mid]) < k) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// open the cursors of a lane on the block columns [k0, k1) of unit's row
+template <int G, int STEPS>
 __device__ __forceinline__ void rm_open(
-    RowCursors& cur, long long a0, long long a1, int member,
+    RowCursors<STEPS>& cur, long long a0, long long a1, int member,
+    unsigned long long k0, unsigned long long k1, bool whole_row,
     const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
-    const u64* __restrict__ b_keys, const long long* __restrict__ b_ptr)
+    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ b_ptr)
 {
 #pragma unroll
-    for (int s = 0; s < RM_MAX_STEPS; ++s) {
+    for (int s = 0; s < STEPS; ++s) {
         const long long a = a0 + member + (long long)G * s;
-        cur.a[s] = a;
         cur.a_bm[s] = 0;
         cur.pos[s] = cur.end[s] = 0;
         if (a < a1) {
             const long long j = block_col(a_keys[a]);
             cur.a_bm[s] = a_bitmaps[a];
-            cur.pos[s] = b_ptr[j];
-            cur.end[s] = b_ptr[j + 1];
+            unsigned int lo = (unsigned int)b_ptr[j], hi = (unsigned int)b_ptr[j + 1];
+            if (!whole_row) {
+                lo = rm_first_col(b_keys, lo, hi, k0);
+                hi = rm_first_col(b_keys, lo, hi, k1);
+            }
+            cur.pos[s] = lo;
+            cur.end[s] = hi;
         }
-        cur.col[s] = rm_col_at(b_keys, cur.pos[s], cur.end[s]);
+        rm_load(b_keys, b_bitmaps, cur.pos[s], cur.end[s], cur.col[s], cur.b_bm[s]);
+        rm_load(b_keys, b_bitmaps, cur.pos[s] + 1, cur.end[s], cur.next_col[s], cur.next_bm[s]);
     }
 }
 
 // the smallest block column any cursor of the group is at (RM_NONE: all done)
-__device__ __forceinline__ unsigned int rm_next_col(const RowCursors& cur, unsigned int group) {
+template <int STEPS>
+__device__ __forceinline__ unsigned int rm_next_col(const RowCursors<STEPS>& cur,
+                                                    unsigned int group) {
     unsigned int m = RM_NONE;
 #pragma unroll
-    for (int s = 0; s < RM_MAX_STEPS; ++s) m = min(m, cur.col[s]);
+    for (int s = 0; s < STEPS; ++s) m = min(m, cur.col[s]);
     return __reduce_min_sync(group, m);
 }
 
 // bitmap of C(i, k), the OR over the group of the products of the pairs at
 // k; `useful` gets bit s for each of this lane's pairs whose product has a bit
-__device__ __forceinline__ u64 rm_bitmap(const RowCursors& cur, unsigned int k,
-                                         unsigned int group, const u64* __restrict__ b_bitmaps,
-                                         unsigned int& useful) {
+template <int STEPS>
+__device__ __forceinline__ u64 rm_bitmap(const RowCursors<STEPS>& cur, unsigned int k,
+                                         unsigned int group, unsigned int& useful) {
     u64 bm = 0;
     useful = 0;
 #pragma unroll
-    for (int s = 0; s < RM_MAX_STEPS; ++s) {
+    for (int s = 0; s < STEPS; ++s) {
         if (cur.col[s] == k) {
-            const u64 product = bool_product(cur.a_bm[s], b_bitmaps[cur.pos[s]]);
+            const u64 product = bool_product(cur.a_bm[s], cur.b_bm[s]);
             bm |= product;
             useful |= (unsigned int)(product != 0ull) << s;
         }
@@ -118,89 +159,122 @@ __device__ __forceinline__ u64 rm_bitmap(const RowCursors& cur, unsigned int k,
     return ((u64)hi << 32) | lo;
 }
 
-__device__ __forceinline__ void rm_advance(RowCursors& cur, unsigned int k,
-                                           const u64* __restrict__ b_keys) {
+template <int STEPS>
+__device__ __forceinline__ void rm_advance(RowCursors<STEPS>& cur, unsigned int k,
+                                           const u64* __restrict__ b_keys,
+                                           const u64* __restrict__ b_bitmaps) {
 #pragma unroll
-    for (int s = 0; s < RM_MAX_STEPS; ++s) {
-        if (cur.col[s] == k) cur.col[s] = rm_col_at(b_keys, ++cur.pos[s], cur.end[s]);
+    for (int s = 0; s < STEPS; ++s) {
+        if (cur.col[s] == k) {
+            cur.col[s] = cur.next_col[s];
+            cur.b_bm[s] = cur.next_bm[s];
+            ++cur.pos[s];
+            rm_load(b_keys, b_bitmaps, cur.pos[s] + 1, cur.end[s], cur.next_col[s],
+                    cur.next_bm[s]);
+        }
     }
 }
 
+// the unit of this thread's group: its block row i and column range [k0, k1)
+struct RowUnit {
+    long long u, i;
+    unsigned long long k0, k1;
+    bool whole_row;
+};
+
 template <int G>
+__device__ __forceinline__ bool rm_unit(long long nbrows, long long parts, long long span,
+                                        RowUnit& unit) {
+    unit.u = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / G;
+    if (unit.u >= nbrows * parts) return false;  // whole groups leave together
+    unit.i = unit.u / parts;
+    const long long p = unit.u - unit.i * parts;
+    unit.whole_row = parts == 1;
+    unit.k0 = (unsigned long long)(p * span);
+    unit.k1 = unit.k0 + (unsigned long long)span;
+    return true;
+}
+
+template <int G, int STEPS>
 __device__ __forceinline__ void rm_count(
     const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
-    const long long* __restrict__ a_ptr, long long nbrows,
+    const long long* __restrict__ a_ptr, long long nbrows, long long parts, long long span,
     const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
     const long long* __restrict__ b_ptr, long long* __restrict__ sizes)
 {
-    const long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / G;
-    if (i >= nbrows) return;  // whole groups leave together
+    RowUnit unit;
+    if (!rm_unit<G>(nbrows, parts, span, unit)) return;
+    const long long n = nbrows * parts;
     const int lane = (int)(threadIdx.x & 31u), member = lane & (G - 1);
     const unsigned int group = rm_group_mask<G>(lane);
-    RowCursors cur;
-    rm_open<G>(cur, a_ptr[i], a_ptr[i + 1], member, a_keys, a_bitmaps, b_keys, b_ptr);
+    RowCursors<STEPS> cur;
+    rm_open<G, STEPS>(cur, a_ptr[unit.i], a_ptr[unit.i + 1], member, unit.k0, unit.k1,
+                      unit.whole_row, a_keys, a_bitmaps, b_keys, b_bitmaps, b_ptr);
     long long blocks = 0, values = 0;
     unsigned int pairs = 0;  // this lane's useful pairs
     for (unsigned int k = rm_next_col(cur, group); k != RM_NONE; k = rm_next_col(cur, group)) {
         unsigned int useful;
-        const u64 bm = rm_bitmap(cur, k, group, b_bitmaps, useful);
+        const u64 bm = rm_bitmap(cur, k, group, useful);
         blocks += bm != 0ull;
         values += __popcll(bm);
         pairs += __popc(useful);
-        rm_advance(cur, k, b_keys);
+        rm_advance(cur, k, b_keys, b_bitmaps);
     }
     pairs = __reduce_add_sync(group, pairs);
     if (member == 0) {
-        sizes[i] = blocks;
-        sizes[nbrows + i] = values;
-        sizes[2 * nbrows + i] = pairs;
+        sizes[unit.u] = blocks;
+        sizes[n + unit.u] = values;
+        sizes[2 * n + unit.u] = pairs;
     }
 }
 
-template <int G>
+template <int G, int STEPS>
 __device__ __forceinline__ void rm_blocks(
     const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
-    const long long* __restrict__ a_ptr, long long nbrows,
+    const long long* __restrict__ a_ptr, long long nbrows, long long parts, long long span,
     const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
     const long long* __restrict__ b_ptr, const long long* __restrict__ scan,
     long long write_pairs, u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
     long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,
     long long* __restrict__ task_a, long long* __restrict__ task_b)
 {
-    const long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / G;
-    if (i >= nbrows) return;
+    RowUnit unit;
+    if (!rm_unit<G>(nbrows, parts, span, unit)) return;
+    const long long n = nbrows * parts, u = unit.u;
     const int lane = (int)(threadIdx.x & 31u), member = lane & (G - 1);
     const unsigned int group = rm_group_mask<G>(lane);
-    // where row i's output starts: its first block, value and pair
-    long long q = scan[i];
-    long long v = scan[nbrows + i] - scan[nbrows];
-    long long p = scan[2 * nbrows + i] - scan[2 * nbrows];
-    if (i == 0 && member == 0) {  // one thread closes the pointers
-        const long long c_nblocks = scan[nbrows];
-        c_offsets[c_nblocks] = scan[2 * nbrows] - scan[nbrows];
-        c_ptr[c_nblocks] = scan[3 * nbrows] - scan[2 * nbrows];
+    // where the unit's output starts: its first block, value and pair
+    long long q = scan[u];
+    long long v = scan[n + u] - scan[n];
+    long long p = scan[2 * n + u] - scan[2 * n];
+    if (u == 0 && member == 0) {  // one thread closes the pointers
+        const long long c_nblocks = scan[n];
+        c_offsets[c_nblocks] = scan[2 * n] - scan[n];
+        c_ptr[c_nblocks] = scan[3 * n] - scan[2 * n];
     }
-    RowCursors cur;
-    rm_open<G>(cur, a_ptr[i], a_ptr[i + 1], member, a_keys, a_bitmaps, b_keys, b_ptr);
+    const long long a0 = a_ptr[unit.i];
+    RowCursors<STEPS> cur;
+    rm_open<G, STEPS>(cur, a0, a_ptr[unit.i + 1], member, unit.k0, unit.k1, unit.whole_row,
+                      a_keys, a_bitmaps, b_keys, b_bitmaps, b_ptr);
     const unsigned int below = (1u << lane) - 1u;  // lanes before this one
     for (unsigned int k = rm_next_col(cur, group); k != RM_NONE; k = rm_next_col(cur, group)) {
         unsigned int useful;
-        const u64 bm = rm_bitmap(cur, k, group, b_bitmaps, useful);
+        const u64 bm = rm_bitmap(cur, k, group, useful);
         if (bm) {
             if (member == 0) {
-                c_keys[q] = make_key((u64)i, (u64)k);
+                c_keys[q] = make_key((u64)unit.i, (u64)k);
                 c_bitmaps[q] = bm;
                 c_offsets[q] = v;
                 c_ptr[q] = p;
             }
             // the useful pairs in ascending A block: s, then lane
 #pragma unroll
-            for (int s = 0; s < RM_MAX_STEPS; ++s) {
+            for (int s = 0; s < STEPS; ++s) {
                 const bool mine = (useful >> s) & 1u;
                 const unsigned int at = __ballot_sync(group, mine) & group;
                 if (write_pairs && mine) {
                     const long long t = p + __popc(at & below);
-                    task_a[t] = cur.a[s];
+                    task_a[t] = a0 + member + (long long)G * s;
                     task_b[t] = cur.pos[s];
                 }
                 p += __popc(at);
@@ -208,40 +282,63 @@ __device__ __forceinline__ void rm_blocks(
             ++q;
             v += __popcll(bm);
         }
-        rm_advance(cur, k, b_keys);
+        rm_advance(cur, k, b_keys, b_bitmaps);
     }
 }
 
-// the kernels, for groups of 8 lanes (rows of up to 32 blocks) and of 32
+// the kernels: bmsparse_rowmerge_{count,blocks}_G_STEPS, G lanes of STEPS
+// cursors each per block row, for rows of up to G * STEPS blocks
 
 #define RM_COUNT_ARGS                                                                   \
     const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,                  \
-    const long long* __restrict__ a_ptr, long long nbrows,                              \
-    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,                  \
+    const long long* __restrict__ a_ptr, long long nbrows, long long parts,             \
+    long long span, const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,  \
     const long long* __restrict__ b_ptr, long long* __restrict__ sizes
 #define RM_BLOCKS_ARGS                                                                  \
     const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,                  \
-    const long long* __restrict__ a_ptr, long long nbrows,                              \
-    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,                  \
+    const long long* __restrict__ a_ptr, long long nbrows, long long parts,             \
+    long long span, const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,  \
     const long long* __restrict__ b_ptr, const long long* __restrict__ scan,            \
     long long write_pairs, u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,       \
     long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,                   \
     long long* __restrict__ task_a, long long* __restrict__ task_b
 
-extern "C" __global__ void bmsparse_rowmerge_count_8(RM_COUNT_ARGS) {
-    rm_count<8>(a_keys, a_bitmaps, a_ptr, nbrows, b_keys, b_bitmaps, b_ptr, sizes);
+extern "C" __global__ void bmsparse_rowmerge_count_8_1(RM_COUNT_ARGS) {
+    rm_count<8, 1>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
+                     sizes);
 }
 
-extern "C" __global__ void bmsparse_rowmerge_count_32(RM_COUNT_ARGS) {
-    rm_count<32>(a_keys, a_bitmaps, a_ptr, nbrows, b_keys, b_bitmaps, b_ptr, sizes);
+extern "C" __global__ void bmsparse_rowmerge_blocks_8_1(RM_BLOCKS_ARGS) {
+    rm_blocks<8, 1>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
+                      scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
 }
 
-extern "C" __global__ void bmsparse_rowmerge_blocks_8(RM_BLOCKS_ARGS) {
-    rm_blocks<8>(a_keys, a_bitmaps, a_ptr, nbrows, b_keys, b_bitmaps, b_ptr, scan, write_pairs,
-                 c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
+extern "C" __global__ void bmsparse_rowmerge_count_32_1(RM_COUNT_ARGS) {
+    rm_count<32, 1>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
+                     sizes);
 }
 
-extern "C" __global__ void bmsparse_rowmerge_blocks_32(RM_BLOCKS_ARGS) {
-    rm_blocks<32>(a_keys, a_bitmaps, a_ptr, nbrows, b_keys, b_bitmaps, b_ptr, scan, write_pairs,
-                  c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
+extern "C" __global__ void bmsparse_rowmerge_blocks_32_1(RM_BLOCKS_ARGS) {
+    rm_blocks<32, 1>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
+                      scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
+}
+
+extern "C" __global__ void bmsparse_rowmerge_count_32_4(RM_COUNT_ARGS) {
+    rm_count<32, 4>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
+                     sizes);
+}
+
+extern "C" __global__ void bmsparse_rowmerge_blocks_32_4(RM_BLOCKS_ARGS) {
+    rm_blocks<32, 4>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
+                      scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
+}
+
+extern "C" __global__ void bmsparse_rowmerge_count_32_2(RM_COUNT_ARGS) {
+    rm_count<32, 2>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
+                     sizes);
+}
+
+extern "C" __global__ void bmsparse_rowmerge_blocks_32_2(RM_BLOCKS_ARGS) {
+    rm_blocks<32, 2>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
+                      scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
 }

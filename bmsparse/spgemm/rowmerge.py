@@ -1,15 +1,16 @@
 """Stages 1 and 2 of SpGEMM by a merge per block row, for light block rows of A.
 
 When no block row of A holds more than ``MAX_ROW_BLOCKS`` blocks, a group of
-lanes per block row (8, or a warp of 32 for rows of more than 32 blocks)
+lanes per block row (8, or a warp of 32 for rows of more than 8 blocks)
 merges the block rows of B it meets (their keys are sorted by block column)
 and so meets every output block C(i, k) in ascending k with its pairs in
-hand. No full task list is built or sorted; only the useful pairs (those
+hand (``_SHAPES``). No full task list is built or sorted; only the useful pairs (those
 whose Boolean product is not empty) are written, and ``multiply`` takes them
 as its task list. Two passes over the same merge (``rowmerge.cu``):
 
-1. count: per block row, its non-empty output blocks, values and useful
-   pairs; one exclusive scan of the three (one array), one read of the totals;
+1. count: per unit (a block row, or a range of block columns of one, see
+   :func:`units`), its non-empty output blocks, values and useful pairs; one
+   exclusive scan of the three (one array), one read of the totals;
 2. blocks: C's keys, bitmaps, value offsets and useful pairs, written in
    place.
 
@@ -27,16 +28,21 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import _kernels
-from .._format import KEY_SHIFT, nblocks_along, popcount
+from .._format import COL_MASK, KEY_SHIFT, nblocks_along, popcount
 from .._primitives import exclusive_scan
 from .._sputils import get_array_module
 
 _KERNELS = "spgemm/rowmerge.cu"
-_kernels.register(_KERNELS, {f"bmsparse_rowmerge_{stage}_{group}": ()
-                             for stage in ("count", "blocks") for group in (8, 32)})
+#: (lanes per block row, cursors per lane) of the kernels, the narrowest
+#: first: a row of up to lanes * cursors A blocks. Fewer cursors take fewer
+#: registers, so more rows run at once
+_SHAPES = ((8, 1), (32, 1), (32, 2), (32, 4))
+
+_kernels.register(_KERNELS, {f"bmsparse_rowmerge_{stage}_{g}_{c}": ()
+                             for stage in ("count", "blocks") for g, c in _SHAPES})
 
 #: longest block row of A (in blocks) the merge takes: a warp's 32 lanes with
-#: ``RM_MAX_STEPS`` (4) cursors each; rows of up to 32 blocks take 8 lanes
+#: 4 cursors each (see ``_SHAPES``)
 MAX_ROW_BLOCKS = 128
 
 #: products whose A has more blocks take the task list: the merge is
@@ -46,12 +52,19 @@ MAX_ROW_BLOCKS = 128
 #: parallel stages (benchmarks/NOTES.md, session 4)
 MAX_MERGE_BLOCKS = 100_000
 
+#: units of work (block rows, or parts of them) the merge aims at, and the
+#: most parts a row is cut into (see :func:`units`). Every part searches its
+#: column range in each of its B rows, so more parts cost more than they
+#: save once rows are short: on an H100, cutting the 656 block rows of
+#: ca-GrQc in 16 halved its count kernel, while cutting 14,325 short rows of
+#: luxembourg_osm in 4 slowed it by 1.3x; this many units is about one wave
+#: of groups
+UNITS = 1 << 13
+MAX_PARTS = 64
+
 #: the block-row pointers this path keeps with A and B are not built for
 #: more block rows than this (their memory would rival the product's)
 MAX_BLOCK_ROWS = 1 << 26
-
-#: RM_MAX_STEPS of the kernels: A blocks per lane
-_MAX_STEPS = 4
 
 #: device bytes of one output block (key, bitmap, offset, pair pointer) and
 #: of one pair
@@ -86,7 +99,7 @@ def chooses(a: Any, b: Any) -> bool:
         return False
     if max(nblocks_along(a.shape[0]), nblocks_along(b.shape[0])) > MAX_BLOCK_ROWS:
         return False
-    if nblocks_along(b.shape[1]) > _NO_COLUMN:
+    if nblocks_along(b.shape[1]) > _NO_COLUMN or b.nblocks >= 1 << 31:  # 32-bit positions
         return False
     return longest_row(a) <= MAX_ROW_BLOCKS
 
@@ -143,13 +156,17 @@ def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
         return _merge_numpy(a, b, pairs, check)
     import cupy
 
-    group = 8 if longest_row(a) <= 8 * _MAX_STEPS else 32
-    ops = (a.keys, a.bitmaps, a._row_pointer(), nbrows, b.keys, b.bitmaps, b._row_pointer())
-    sizes = cupy.empty(3 * nbrows, dtype=cupy.int64)
-    _launch(f"bmsparse_rowmerge_count_{group}", group * nbrows, (*ops, sizes))
+    longest = longest_row(a)
+    group, cursors = next(shape for shape in _SHAPES if longest <= shape[0] * shape[1])
+    parts, span = units(nbrows, nblocks_along(b.shape[1]))
+    n = nbrows * parts
+    ops = (a.keys, a.bitmaps, a._row_pointer(), nbrows, parts, span, b.keys, b.bitmaps,
+           b._row_pointer())
+    sizes = cupy.empty(3 * n, dtype=cupy.int64)
+    _launch(f"bmsparse_rowmerge_count_{group}_{cursors}", group * n, (*ops, sizes))
     scan = exclusive_scan(xp, sizes)
     # sync: the sizes of C, in one read
-    totals = [int(v) for v in scan[nbrows::nbrows].tolist()] if nbrows else [0, 0, 0]
+    totals = [int(v) for v in scan[n::n].tolist()] if n else [0, 0, 0]
     c_nblocks, nnz, npairs = totals[0], totals[1] - totals[0], totals[2] - totals[1]
     npairs = npairs if pairs else 0
     if check is not None:
@@ -161,23 +178,40 @@ def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     c_ptr = make(c_nblocks + 1, dtype=cupy.int64)
     task_a = cupy.empty(npairs, dtype=cupy.int64)
     task_b = cupy.empty(npairs, dtype=cupy.int64)
-    _launch(f"bmsparse_rowmerge_blocks_{group}", group * nbrows,
+    _launch(f"bmsparse_rowmerge_blocks_{group}_{cursors}", group * n,
             (*ops, scan, int(pairs), c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b))
     return Merged(c_keys, c_bitmaps, c_offsets, c_ptr, task_a if pairs else None,
                   task_b if pairs else None, nnz)
+
+
+def units(nbrows: int, nbcols: int) -> tuple[int, int]:
+    """How the block rows are cut: (parts per row, block columns per part).
+
+    A group of lanes walks its unit's output blocks one after another, so a
+    few long rows would leave the GPU idle: rows are cut into column ranges
+    until there are about ``UNITS`` units (at most ``MAX_PARTS`` per row).
+    """
+    parts = 1
+    while parts < MAX_PARTS and nbrows * parts < UNITS and parts < nbcols:
+        parts *= 2
+    span = max(-(-nbcols // parts), 1)
+    return max(-(-nbcols // span), 1), span
 
 
 def _launch(name: str, nthreads: int, args: tuple[Any, ...]) -> None:
     _kernels.launch(_kernels.get_kernel(_KERNELS, name), nthreads, args)
 
 
-def row_sizes(merged: Merged, nbrows: int) -> np.ndarray:
-    """The count pass's output (int64 [3 * nbrows]) from a merge's result: per
-    block row its blocks, then per block row its values, then its pairs."""
+def unit_sizes(merged: Merged, nbrows: int, parts: int, span: int) -> np.ndarray:
+    """The count pass's output (int64 [3 * nbrows * parts]) from a merge's
+    result: per unit (block row, part) its blocks, then its values, then its
+    pairs."""
     rows = (merged.c_keys >> np.uint64(KEY_SHIFT)).astype(np.int64)
-    blocks = np.bincount(rows, minlength=nbrows)
-    values = np.bincount(rows, weights=np.diff(merged.c_offsets), minlength=nbrows)
-    pairs = np.bincount(rows, weights=np.diff(merged.c_ptr), minlength=nbrows)
+    cols = (merged.c_keys & np.uint64(COL_MASK)).astype(np.int64)
+    unit, n = rows * parts + cols // span, nbrows * parts
+    blocks = np.bincount(unit, minlength=n)
+    values = np.bincount(unit, weights=np.diff(merged.c_offsets), minlength=n)
+    pairs = np.bincount(unit, weights=np.diff(merged.c_ptr), minlength=n)
     return np.concatenate([blocks, values, pairs]).astype(np.int64)
 
 

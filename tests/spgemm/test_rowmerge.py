@@ -60,11 +60,29 @@ def test_twin_pairs_blocks_and_sizes():
     # within a block, ascending A block (the task order)
     for q in range(got.c_keys.shape[0]):
         assert np.all(np.diff(got.task_a[got.c_ptr[q]:got.c_ptr[q + 1]]) > 0)
-    sizes = rowmerge.row_sizes(got, 12)
+    sizes = rowmerge.unit_sizes(got, 12, 1, 7)
     rows = (want.keys >> np.uint64(32)).astype(np.int64)
     np.testing.assert_array_equal(sizes[:12], np.bincount(rows, minlength=12))
     np.testing.assert_array_equal(sizes[12:24], np.bincount(rows, np.diff(want.offsets), 12))
     assert sizes[24:].sum() == len(brute_pairs(a, b))
+    # cut in parts of 2 block columns: every unit holds its own blocks
+    cut = rowmerge.unit_sizes(got, 12, 4, 2)
+    cols = (want.keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    np.testing.assert_array_equal(cut[:48], np.bincount(rows * 4 + cols // 2, minlength=48))
+    np.testing.assert_array_equal(cut[:48].reshape(12, 4).sum(axis=1), sizes[:12])
+
+
+@pytest.mark.parametrize("nbrows,nbcols,want", [
+    (1 << 20, 1000, (1, 1000)),   # enough rows: whole rows
+    (100, 1000, (63, 16)),        # few rows: 64 parts of 16 columns; 63 cover them
+    (5000, 3, (2, 2)),            # 2 parts; no part narrower than a column
+    (3, 0, (1, 1)),               # no columns at all
+    (1000, 30, (15, 2)),          # 16 parts of 2 columns: 15 cover them
+    (3, 50, (50, 1)),             # 64 parts would be narrower than a column
+])
+def test_units(nbrows, nbcols, want, monkeypatch):
+    monkeypatch.setattr(rowmerge, "UNITS", 8192)
+    assert rowmerge.units(nbrows, nbcols) == want
 
 
 def test_twin_through_spgemm_stages_matches_scipy():
@@ -97,7 +115,7 @@ def test_host_never_chooses_the_merge():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("nblocks", [1, 7, 8, 9, 31, 32, 33, 64, 65, 96, 97, 128])
+@pytest.mark.parametrize("nblocks", [1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 96, 97, 128])
 def test_row_lengths_around_the_lanes(nblocks):
     """Every lane count and cursors per lane of both group widths, up to the
     limit: the kernels give the twin's arrays, and C is scipy's."""
@@ -115,8 +133,10 @@ def test_row_lengths_around_the_lanes(nblocks):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("units", [1, 1 << 16])  # whole rows; rows cut in parts
 @pytest.mark.parametrize("seed", range(6))
-def test_random_products_match_the_twin(seed):
+def test_random_products_match_the_twin(seed, units, monkeypatch):
+    monkeypatch.setattr(rowmerge, "UNITS", units)
     rng = np.random.default_rng(seed)
     m, k, n = (int(v) for v in rng.integers(1, 400, 3))
     a_csr = random_csr(m, k, float(rng.uniform(0.002, 0.1)), seed=seed)

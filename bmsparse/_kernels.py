@@ -144,11 +144,19 @@ def get_kernel(path: str, name: str, **types: Any) -> Any:
     """RawKernel ``name`` of file ``path``, instantiated for ``types``.
 
     Memoized per device: small products launch a dozen kernels, and looking
-    one up must cost far less than launching it.
+    one up must cost far less than launching it (the key as called is tried
+    first; the normalised one only on a miss).
     """
     import cupy
 
     device = cupy.cuda.runtime.getDevice()
+    fast: tuple[Any, ...] | None = (path, name, device, *types.items())
+    try:
+        kernel = _FUNCTIONS.get(fast)
+    except TypeError:  # an unhashable way of naming a dtype: the normalised key only
+        kernel, fast = None, None
+    if kernel is not None:
+        return kernel
     key = (path, name, device, *sorted((k, v if k == SEMIRING_PARAM else np.dtype(v).str)
                                        for k, v in types.items()))
     kernel = _FUNCTIONS.get(key)
@@ -160,6 +168,8 @@ def get_kernel(path: str, name: str, **types: Any) -> Any:
             _MODULES[(path, device)] = module
         kernel = module.get_function(name_expression(name, _REGISTRY[path][name], **types))
         _FUNCTIONS[key] = kernel
+    if fast is not None:
+        _FUNCTIONS[fast] = kernel
     return kernel
 
 
@@ -174,18 +184,27 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
     """
     if n <= 0:
         return
+    cast = []
     for a in args:
-        # a kernel reads a pointer as a dense array: a strided view (for
-        # example a column of cupy.nonzero's result) would be read wrongly.
-        # CuPy's own attribute: .flags builds an object per call, and this
-        # runs for every argument of every launch
-        if not getattr(a, "_c_contiguous", True):
+        kind = type(a)
+        # exact types first: this runs for every argument of every launch
+        if kind is int or kind is bool:
+            a = np.int64(a)
+        elif kind is float:
+            a = np.float64(a)
+        elif isinstance(a, (bool, int)) and not isinstance(a, np.generic):
+            a = np.int64(a)
+        elif isinstance(a, float) and not isinstance(a, np.generic):
+            a = np.float64(a)
+        elif not getattr(a, "_c_contiguous", True):
+            # a kernel reads a pointer as a dense array: a strided view (for
+            # example a column of cupy.nonzero's result) would be read wrongly.
+            # CuPy's own attribute: .flags builds an object per call
             raise ValueError(f"{kernel.name}: array arguments must be C-contiguous")
+        cast.append(a)
     grid = (n + block - 1) // block
     if launch_hook is not None:
         launch_hook(kernel.name, n, grid, block)
-    cast = tuple(np.int64(a) if isinstance(a, (bool, int)) and not isinstance(a, np.generic)
-                 else np.float64(a) if isinstance(a, float) else a for a in args)
     if shared_mem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < shared_mem:
         kernel.max_dynamic_shared_size_bytes = shared_mem
-    kernel((grid,), (block,), cast, shared_mem=shared_mem)
+    kernel((grid,), (block,), tuple(cast), shared_mem=shared_mem)

@@ -1,18 +1,11 @@
 // compact.cu - stage 4 of SpGEMM: drop output entries that summed to exactly zero.
 //
 // Entries whose bit is set in c_bitmaps but not in c_nonzero are removed; the
-// others keep their order. Runs only when the multiply stage found a zero.
-//
-// Arguments (csr.h style):
-//   u64       c_bitmaps[c_nblocks]       - bitmaps before compaction
-//   u64       c_nonzero[c_nblocks]       - bits to keep (a subset of c_bitmaps)
-//   long long c_offsets[c_nblocks + 1]   - value offsets before compaction
-//   long long new_offsets[c_nblocks + 1] - value offsets after, shifted left by shift (the
-//                                        packed scan of count.cu, non-empty blocks below)
-//   long long shift
-//   T         c_values[c_nnz]            - values before compaction
-//   long long c_nblocks
-//   T         new_values[new_nnz]        - out: the kept values
+// others keep their order. Runs only when the multiply stage found a zero:
+// bmsparse_compact_nonzero_bits finds the bits to keep and sizes them, a
+// scan places them, and bmsparse_compact_values writes the kept blocks and
+// values. bmsparse_compact_blocks alone also drops the blocks the count
+// stage left empty (and carries their task runs).
 //
 // Launch: one thread per output block, 1-D grid.
 // Work: O(nnz). Deterministic.
@@ -20,14 +13,18 @@
 #include "../_cuda/bitmap.cuh"
 
 // The bits of each block whose value is not exactly zero (when the multiply
-// stage counted zeros; it does not keep per-bit results).
+// stage counted zeros; it does not keep per-bit results), and the items of
+// the packed scan that sizes the result (count.cu's c_sizes).
 //   u64       c_bitmaps[c_nblocks]; long long c_offsets[c_nblocks + 1]; T c_values[c_nnz]
-//   long long c_nblocks
+//   long long c_nblocks, shift
 //   u64       c_nonzero[c_nblocks]  - out: subset of c_bitmaps
+//   long long sizes[c_nblocks]      - out: popcount(c_nonzero) << shift | (c_nonzero != 0),
+//                                     or the popcount alone when shift is 0
 template <typename T>
 __global__ void bmsparse_compact_nonzero_bits(
     const u64* __restrict__ c_bitmaps, const long long* __restrict__ c_offsets,
-    const T* __restrict__ c_values, long long c_nblocks, u64* __restrict__ c_nonzero)
+    const T* __restrict__ c_values, long long c_nblocks, long long shift,
+    u64* __restrict__ c_nonzero, long long* __restrict__ sizes)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
@@ -37,23 +34,8 @@ __global__ void bmsparse_compact_nonzero_bits(
         if (!is_zero(c_values[src])) keep |= rest & (~rest + 1ull);  // the lowest bit left
     }
     c_nonzero[q] = keep;
-}
-
-template <typename T>
-__global__ void bmsparse_compact_values(
-    const u64* __restrict__ c_bitmaps, const u64* __restrict__ c_nonzero,
-    const long long* __restrict__ c_offsets, const long long* __restrict__ new_offsets,
-    long long shift, const T* __restrict__ c_values, long long c_nblocks,
-    T* __restrict__ new_values)
-{
-    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (q >= c_nblocks) return;
-    const u64 keep = c_nonzero[q];
-    long long src = c_offsets[q], dst = new_offsets[q] >> shift;
-    for (u64 rest = c_bitmaps[q]; rest; rest &= rest - 1ull, ++src) {
-        const int bit = __ffsll((long long)rest) - 1;
-        if (keep & (1ull << bit)) new_values[dst++] = c_values[src];
-    }
+    const long long size = __popcll(keep);
+    sizes[q] = shift ? (size << shift) | (long long)(keep != 0ull) : size;
 }
 
 // Keep the blocks whose new bitmap is not empty, in order.
@@ -69,16 +51,14 @@ __global__ void bmsparse_compact_values(
 //   long long out_first[kept], out_last[kept] - out: the kept blocks' task runs
 //                                        (unless c_ptr is null)
 // Launch: one thread per block, 1-D grid. Work: O(c_nblocks).
-extern "C" __global__ void bmsparse_compact_blocks(
-    const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
+__device__ __forceinline__ void keep_block(
+    long long q, const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
     const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
     long long shift, const long long* __restrict__ c_ptr, long long c_nblocks,
-    u64* __restrict__ out_keys,
-    u64* __restrict__ out_bitmaps, long long* __restrict__ out_offsets,
-    long long* __restrict__ out_first, long long* __restrict__ out_last)
+    u64* __restrict__ out_keys, u64* __restrict__ out_bitmaps,
+    long long* __restrict__ out_offsets, long long* __restrict__ out_first,
+    long long* __restrict__ out_last)
 {
-    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (q >= c_nblocks) return;
     const long long low = (1ll << shift) - 1;
     if (q == c_nblocks - 1) {
         const long long end = new_offsets[c_nblocks];
@@ -93,5 +73,47 @@ extern "C" __global__ void bmsparse_compact_blocks(
     if (c_ptr) {
         out_first[d] = c_ptr[q];
         out_last[d] = c_ptr[q + 1];
+    }
+}
+
+extern "C" __global__ void bmsparse_compact_blocks(
+    const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
+    const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
+    long long shift, const long long* __restrict__ c_ptr, long long c_nblocks,
+    u64* __restrict__ out_keys,
+    u64* __restrict__ out_bitmaps, long long* __restrict__ out_offsets,
+    long long* __restrict__ out_first, long long* __restrict__ out_last)
+{
+    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= c_nblocks) return;
+    keep_block(q, c_keys, new_bitmaps, new_offsets, rank, shift, c_ptr, c_nblocks, out_keys,
+               out_bitmaps, out_offsets, out_first, out_last);
+}
+
+// bmsparse_compact_blocks (no task runs) and the kept values, in one pass:
+// the arguments are those of both kernels, plus
+//   u64       c_bitmaps[c_nblocks]       - bitmaps before compaction (the new ones
+//                                        are c_nonzero)
+//   long long c_offsets[c_nblocks + 1]   - value offsets before compaction
+//   T         c_values[c_nnz]            - values before compaction
+//   T         new_values[new_nnz]        - out: the kept values
+template <typename T>
+__global__ void bmsparse_compact_values(
+    const u64* __restrict__ c_keys, const u64* __restrict__ c_bitmaps,
+    const u64* __restrict__ c_nonzero, const long long* __restrict__ c_offsets,
+    const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
+    long long shift, const T* __restrict__ c_values, long long c_nblocks,
+    u64* __restrict__ out_keys, u64* __restrict__ out_bitmaps,
+    long long* __restrict__ out_offsets, T* __restrict__ new_values)
+{
+    long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= c_nblocks) return;
+    keep_block(q, c_keys, c_nonzero, new_offsets, rank, shift, nullptr, c_nblocks, out_keys,
+               out_bitmaps, out_offsets, nullptr, nullptr);
+    const u64 keep = c_nonzero[q];
+    long long src = c_offsets[q], dst = new_offsets[q] >> shift;
+    for (u64 rest = c_bitmaps[q]; rest; rest &= rest - 1ull, ++src) {
+        const int bit = __ffsll((long long)rest) - 1;
+        if (keep & (1ull << bit)) new_values[dst++] = c_values[src];
     }
 }

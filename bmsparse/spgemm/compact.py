@@ -105,35 +105,41 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
     if not (zeros if isinstance(zeros, int) else int(zeros[0])):  # sync: most drop nothing
         return c_keys, c_bitmaps, c_offsets, c_values
-    if c_nonzero is None:
-        c_nonzero = nonzero_bits(c_bitmaps, c_offsets, c_values)
     shift = pack_shift(c_keys.shape[0])
-    kept_counts = Counts(c_nonzero, exclusive_scan(xp, packed_sizes(c_nonzero, shift)), shift)
-    new_nnz, kept, rank = _sizes(xp, kept_counts)
-    if xp is np:
-        values = _compact_numpy(c_bitmaps, c_nonzero, c_values)
-        new_offsets = kept_counts.offsets()
+    if c_nonzero is None:
+        c_nonzero, sizes = nonzero_sizes(c_bitmaps, c_offsets, c_values, shift)
     else:
-        new_offsets = kept_counts.scan
-        values = _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, shift, c_values,
-                               new_nnz)
-    return (*_keep_blocks(xp, c_keys, c_nonzero, new_offsets, rank, kept, None, shift), values)
+        sizes = packed_sizes(c_nonzero, shift)
+    kept_counts = Counts(c_nonzero, exclusive_scan(xp, sizes), shift)
+    new_nnz, kept, rank = _sizes(xp, kept_counts)
+    if xp is not np:
+        return _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, kept_counts.scan, rank,
+                             shift, c_values, kept, new_nnz)
+    values = _compact_numpy(c_bitmaps, c_nonzero, c_values)
+    return (*_keep_blocks(xp, c_keys, c_nonzero, kept_counts.offsets(), rank, kept), values)
 
 
 def nonzero_bits(c_bitmaps: Any, c_offsets: Any, c_values: Any) -> Any:
     """The bits (uint64 [c_nblocks]) of each block whose value is not exactly zero."""
+    return nonzero_sizes(c_bitmaps, c_offsets, c_values, 0)[0]
+
+
+def nonzero_sizes(c_bitmaps: Any, c_offsets: Any, c_values: Any,
+                  shift: int) -> tuple[Any, Any]:
+    """:func:`nonzero_bits` and their :func:`count.packed_sizes` (int64), in one pass."""
     xp = get_array_module(c_bitmaps, c_offsets, c_values)
     if xp is np:
         owner, bit = set_bits(c_bitmaps)
         keep = c_values != 0
         out = np.zeros(c_bitmaps.shape[0], dtype=np.uint64)
         np.bitwise_or.at(out, owner[keep], np.uint64(1) << bit[keep].astype(np.uint64))
-        return out
+        return out, packed_sizes(out, shift)
     n = c_bitmaps.shape[0]
     out = xp.empty(n, dtype=xp.uint64)
+    sizes = xp.empty(n, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_nonzero_bits", T=c_values.dtype)
-    _kernels.launch(kernel, n, (c_bitmaps, c_offsets, c_values, n, out))
-    return out
+    _kernels.launch(kernel, n, (c_bitmaps, c_offsets, c_values, n, shift, out, sizes))
+    return out, sizes
 
 
 def _nonempty(xp: Any, bitmaps: Any) -> Any:
@@ -187,15 +193,22 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
     return out if c_ptr is None else (*out, first, last)
 
 
-def _compact_cuda(c_bitmaps, c_nonzero, c_offsets, new_offsets, shift, c_values, new_nnz):
+def _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets, rank, shift,
+                  c_values, kept, new_nnz):
+    """The kept blocks and values, in one launch."""
     import cupy
 
+    out_keys = cupy.empty(kept, dtype=cupy.uint64)
+    out_bitmaps = cupy.empty(kept, dtype=cupy.uint64)
+    out_offsets = cupy.zeros(kept + 1, dtype=cupy.int64)
     new_values = cupy.empty(new_nnz, dtype=c_values.dtype)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_values", T=c_values.dtype)
     c_nblocks = c_bitmaps.shape[0]
-    _kernels.launch(kernel, c_nblocks, (c_bitmaps, c_nonzero, c_offsets, new_offsets, shift,
-                                        c_values, c_nblocks, new_values))
-    return new_values
+    _kernels.launch(kernel, c_nblocks, (
+        c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets,
+        np.uint64(0) if rank is None else rank, shift, c_values, c_nblocks, out_keys,
+        out_bitmaps, out_offsets, new_values))
+    return out_keys, out_bitmaps, out_offsets, new_values
 
 
 def _compact_numpy(c_bitmaps: np.ndarray, c_nonzero: np.ndarray,

@@ -85,23 +85,45 @@ def get_array_module(*arrays: Any) -> Any:
     Raises TypeError for a mix: no copy between host and device happens
     silently.
     """
-    modules = {_module_of(a) for a in arrays if a is not None}
-    if len(modules) > 1:
-        raise TypeError("operands must all be on the host (NumPy) or all on the "
-                        "device (CuPy), got a mix; move one with .get() or "
-                        ".to_device()")
-    return modules.pop() if modules else np
+    module = None
+    for a in arrays:
+        if a is None:
+            continue
+        mod = _module_of(a)
+        if module is None:
+            module = mod
+        elif mod is not module:
+            raise TypeError("operands must all be on the host (NumPy) or all on the "
+                            "device (CuPy), got a mix; move one with .get() or "
+                            ".to_device()")
+    return np if module is None else module
+
+
+#: CuPy's ndarray type and module, once a CuPy array has been seen (every
+#: stage asks for the module of its arrays: the common case is one type check)
+_CUPY: tuple[type, Any] | None = None
 
 
 def _module_of(a: Any) -> Any:
+    kind = type(a)
+    if kind is np.ndarray:
+        return np
+    if _CUPY is not None and kind is _CUPY[0]:
+        return _CUPY[1]
     if isinstance(a, np.ndarray):
         return np
-    mod = type(a).__module__
-    if mod.startswith("cupy"):
+    if kind.__module__.startswith("cupy"):
         import cupy
 
+        if kind is cupy.ndarray:
+            _remember_cupy(cupy)
         return cupy
-    raise TypeError(f"expected a NumPy or CuPy array, got {type(a).__name__}")
+    raise TypeError(f"expected a NumPy or CuPy array, got {kind.__name__}")
+
+
+def _remember_cupy(cupy: Any) -> None:
+    global _CUPY
+    _CUPY = (cupy.ndarray, cupy)
 
 
 def cupy_available() -> bool:

@@ -45,11 +45,15 @@ _kernels.register(_KERNELS, {f"bmsparse_rowmerge_{stage}_{g}_{c}": ()
 #: 4 cursors each (see ``_SHAPES``)
 MAX_ROW_BLOCKS = 128
 
-#: products whose A has more blocks take the task list: the merge is
-#: latency-bound (a group of lanes walks one block row's output blocks one
-#: after another), so it wins where fixed costs dominate and loses on large
-#: products, and on long rows of power-law graphs, to the task list's
-#: parallel stages (benchmarks/NOTES.md, session 4)
+#: rows of more than ``SHORT_ROW_BLOCKS`` A blocks take 2 or 4 cursors per
+#: lane, whose kernels hold 90-180 registers: with such rows, only products
+#: whose A has at most ``MAX_MERGE_BLOCKS`` blocks take the merge. Measured
+#: on an H100 (benchmarks/NOTES.md, session 4): the merge beat the task list
+#: on every corpus matrix it can take except p2p-Gnutella31 (105,205 blocks,
+#: rows of 73, 1.4 entries per block: 3.4x slower), and on all four
+#: structured matrices (rows of 5-19 blocks, up to 2.4 M blocks: 1.3-1.8x
+#: faster)
+SHORT_ROW_BLOCKS = 32
 MAX_MERGE_BLOCKS = 100_000
 
 #: units of work (block rows, or parts of them) the merge aims at, and the
@@ -89,19 +93,22 @@ def longest_row(a: Any) -> int:
 def chooses(a: Any, b: Any) -> bool:
     """True when ``a @ b`` (no mask) runs on this path rather than the task list.
 
-    The rule: on the GPU, when A has at most ``MAX_MERGE_BLOCKS`` blocks and
-    no block row longer than ``MAX_ROW_BLOCKS`` blocks (and A and B at most
+    The rule: on the GPU, when no block row of A is longer than
+    ``SHORT_ROW_BLOCKS`` blocks, or none longer than ``MAX_ROW_BLOCKS`` and A
+    has at most ``MAX_MERGE_BLOCKS`` blocks (and A and B have at most
     ``MAX_BLOCK_ROWS`` block rows). The first call on a matrix reads its
     longest row (one sync); it is kept with it.
     """
     xp = get_array_module(a.keys, b.keys)
-    if xp is np or a.nblocks > MAX_MERGE_BLOCKS:
+    if xp is np:
         return False
     if max(nblocks_along(a.shape[0]), nblocks_along(b.shape[0])) > MAX_BLOCK_ROWS:
         return False
     if nblocks_along(b.shape[1]) > _NO_COLUMN or b.nblocks >= 1 << 31:  # 32-bit positions
         return False
-    return longest_row(a) <= MAX_ROW_BLOCKS
+    longest = longest_row(a)
+    return longest <= SHORT_ROW_BLOCKS or (longest <= MAX_ROW_BLOCKS
+                                           and a.nblocks <= MAX_MERGE_BLOCKS)
 
 
 class Merged(NamedTuple):

@@ -243,8 +243,11 @@ def test_corpus_like_graph_through_spgemm():
 
 
 @pytest.mark.gpu
-def test_products_of_many_blocks_take_the_task_list(monkeypatch):
-    a = BitmapMatrix(random_csr(200, 200, 0.05, seed=11)).to_device()
-    assert rowmerge.chooses(a, a)
+def test_many_blocks_take_the_task_list_unless_rows_are_short(monkeypatch):
+    a = BitmapMatrix(with_row_of(40, seed=11)).to_device()
+    b = BitmapMatrix(random_csr(a.shape[1], 30, 0.05, seed=12)).to_device()
+    assert rowmerge.chooses(a, b)
     monkeypatch.setattr(rowmerge, "MAX_MERGE_BLOCKS", a.nblocks - 1)
-    assert not rowmerge.chooses(a, a)
+    assert not rowmerge.chooses(a, b)
+    monkeypatch.setattr(rowmerge, "SHORT_ROW_BLOCKS", 40)
+    assert rowmerge.chooses(a, b)

@@ -192,15 +192,18 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
             a = np.int64(a)
         elif kind is float:
             a = np.float64(a)
-        elif isinstance(a, (bool, int)) and not isinstance(a, np.generic):
-            a = np.int64(a)
-        elif isinstance(a, float) and not isinstance(a, np.generic):
-            a = np.float64(a)
-        elif not getattr(a, "_c_contiguous", True):
-            # a kernel reads a pointer as a dense array: a strided view (for
-            # example a column of cupy.nonzero's result) would be read wrongly.
-            # CuPy's own attribute: .flags builds an object per call
-            raise ValueError(f"{kernel.name}: array arguments must be C-contiguous")
+        else:
+            # CuPy's own attribute (.flags builds an object per call); None: a scalar
+            contiguous = getattr(a, "_c_contiguous", None)
+            if contiguous is None:
+                if isinstance(a, (bool, int)) and not isinstance(a, np.generic):
+                    a = np.int64(a)
+                elif isinstance(a, float) and not isinstance(a, np.generic):
+                    a = np.float64(a)
+            elif not contiguous:
+                # a kernel reads a pointer as a dense array: a strided view (for
+                # example a column of cupy.nonzero's result) would be read wrongly
+                raise ValueError(f"{kernel.name}: array arguments must be C-contiguous")
         cast.append(a)
     grid = (n + block - 1) // block
     if launch_hook is not None:

@@ -107,8 +107,9 @@ def chooses(a: Any, b: Any) -> bool:
     if nblocks_along(b.shape[1]) > _NO_COLUMN or b.nblocks >= 1 << 31:  # 32-bit positions
         return False
     longest = longest_row(a)
-    return longest <= SHORT_ROW_BLOCKS or (longest <= MAX_ROW_BLOCKS
-                                           and a.nblocks <= MAX_MERGE_BLOCKS)
+    if longest > MAX_ROW_BLOCKS:
+        return False
+    return longest <= SHORT_ROW_BLOCKS or a.nblocks <= MAX_MERGE_BLOCKS
 
 
 class Merged(NamedTuple):

@@ -4,6 +4,8 @@
    group the pairs by output key (i, k) (with a mask,
    :func:`~bmsparse.spgemm.tasks.masked_tasks`: only pairs landing in it);
 2. :func:`~bmsparse.spgemm.count.count` - exact output bitmaps, offsets;
+   (1 and 2 together, for short block rows and no mask:
+   :func:`~bmsparse.spgemm.rowmerge.merge`, a merge per block row;)
 3. :func:`~bmsparse.spgemm.multiply.multiply` - output values, in a semiring;
 4. :func:`~bmsparse.spgemm.compact.compact` - drop exact zeros.
 """
@@ -91,8 +93,12 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     -----
     Deterministic: every output entry is summed in a fixed order (its pairs
     by ascending inner block index, then ascending inner index), so repeated
-    runs give identical bits, sliced or not. On the GPU the call syncs 4 to 6
-    times to size intermediate arrays.
+    runs give identical bits, sliced or not, by either strategy.
+
+    Two strategies find the pairs: products whose block rows of A are short
+    (:func:`rowmerge.chooses`) take the row merge, which syncs twice (three
+    times when zeros are dropped); the others a task list, which syncs 4 to
+    6 times to size intermediate arrays.
     """
     a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     b = b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)

@@ -303,42 +303,18 @@ __device__ __forceinline__ void rm_blocks(
     long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,                   \
     long long* __restrict__ task_a, long long* __restrict__ task_b
 
-extern "C" __global__ void bmsparse_rowmerge_count_8_1(RM_COUNT_ARGS) {
-    rm_count<8, 1>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                     sizes);
-}
+#define RM_KERNELS(G, STEPS)                                                            \
+    extern "C" __global__ void bmsparse_rowmerge_count_##G##_##STEPS(RM_COUNT_ARGS) {     \
+        rm_count<G, STEPS>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys,         \
+                           b_bitmaps, b_ptr, sizes);                                      \
+    }                                                                                     \
+    extern "C" __global__ void bmsparse_rowmerge_blocks_##G##_##STEPS(RM_BLOCKS_ARGS) {   \
+        rm_blocks<G, STEPS>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys,        \
+                            b_bitmaps, b_ptr, scan, write_pairs, c_keys, c_bitmaps,       \
+                            c_offsets, c_ptr, task_a, task_b);                            \
+    }
 
-extern "C" __global__ void bmsparse_rowmerge_blocks_8_1(RM_BLOCKS_ARGS) {
-    rm_blocks<8, 1>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                      scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
-}
-
-extern "C" __global__ void bmsparse_rowmerge_count_32_1(RM_COUNT_ARGS) {
-    rm_count<32, 1>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                     sizes);
-}
-
-extern "C" __global__ void bmsparse_rowmerge_blocks_32_1(RM_BLOCKS_ARGS) {
-    rm_blocks<32, 1>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                      scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
-}
-
-extern "C" __global__ void bmsparse_rowmerge_count_32_4(RM_COUNT_ARGS) {
-    rm_count<32, 4>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                     sizes);
-}
-
-extern "C" __global__ void bmsparse_rowmerge_blocks_32_4(RM_BLOCKS_ARGS) {
-    rm_blocks<32, 4>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                      scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
-}
-
-extern "C" __global__ void bmsparse_rowmerge_count_32_2(RM_COUNT_ARGS) {
-    rm_count<32, 2>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                     sizes);
-}
-
-extern "C" __global__ void bmsparse_rowmerge_blocks_32_2(RM_BLOCKS_ARGS) {
-    rm_blocks<32, 2>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                      scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b);
-}
+RM_KERNELS(8, 1)
+RM_KERNELS(32, 1)
+RM_KERNELS(32, 2)
+RM_KERNELS(32, 4)

@@ -79,7 +79,6 @@ _PAIR_BYTES = 16
 _NO_COLUMN = (1 << KEY_SHIFT) - 1
 
 
-
 def longest_row(a: Any) -> int:
     """Blocks in the longest block row of a BitmapMatrix (one sync, then kept)."""
     longest = a._cache.get("longest_row")

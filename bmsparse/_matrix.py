@@ -487,7 +487,8 @@ class BitmapMatrix:
 
     def _csr_arrays(self) -> tuple[Any, Any, Any]:
         return convert.bitmap_to_csr(self.keys, self.bitmaps, self.offsets, self.values,
-                                     self.shape, self.nnz)
+                                     self.shape, self.nnz,
+                                     self._row_pointer() if self.on_device else None)
 
     def to_scipy(self) -> Any:
         """scipy.sparse ``csr_array`` on the host (converted on the GPU, then copied)."""

@@ -20,9 +20,11 @@
 // its block row, then step 6 runs as above (every entry is distinct).
 //
 // Bitmap -> CSR needs no sort: blocks are sorted by key and values are in bit
-// order, so every entry's place follows from popcounts and scans:
-//   bmsparse_convert_row_lengths   : length of every matrix row
-//   bmsparse_convert_csr_entries   : indices and data of every row (after a scan)
+// order, so every entry's place follows from popcounts and one scan:
+//   bmsparse_convert_segment_lengths : entries of each row of each block, numbered
+//                                      in CSR order (see csr_segment)
+//   bmsparse_convert_csr_entries     : indptr, and indices and data of every entry
+//                                      (after a scan of the lengths)
 //
 // Launch: one thread per item named in each kernel, 1-D grid.
 // Deterministic: no atomics on values; duplicates are summed in input order.
@@ -244,93 +246,79 @@ extern "C" __global__ void bmsparse_convert_expand_entries(
 // warp scan of the lanes' row-r popcounts places each lane's entries, for
 // each of the 8 rows in turn.
 
-// inclusive scan of x across the warp
-__device__ __forceinline__ int warp_inclusive_scan(int x, int lane) {
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, x, d);
-        if (lane >= d) x += y;
-    }
-    return x;
+// Where every row segment goes: the entries of row r of block q of block
+// row i (a "segment", at most 8 entries) are contiguous in CSR, after those
+// of the earlier blocks' row r and of rows 8i .. 8i + r - 1 of block row i.
+// So the segments are numbered in CSR order, (block row i, row r, block q):
+//   segment(i, r, q) = 8 brow_ptr[i] + r len_i + (q - brow_ptr[i]),
+//   len_i = brow_ptr[i + 1] - brow_ptr[i],
+// and one exclusive scan of the segment lengths in that numbering gives every
+// segment's first place in CSR, and every row's start (its first segment's,
+// or for a row of an empty block row the place where it would be).
+__device__ __forceinline__ long long csr_segment(const long long* __restrict__ brow_ptr,
+                                                 long long i, long long q, int r) {
+    const long long first = brow_ptr[i];
+    return 8 * first + r * (brow_ptr[i + 1] - first) + (q - first);
 }
 
-//   u64       bitmaps[nblocks]
+//   u64       keys[nblocks], bitmaps[nblocks]
 //   long long brow_ptr[nbrows + 1] - blocks of block row i: [brow_ptr[i], brow_ptr[i+1])
-//   long long nrows
-//   long long lengths[nrows]       - out: entries of each row
-extern "C" __global__ void bmsparse_convert_row_lengths(
-    const u64* __restrict__ bitmaps, const long long* __restrict__ brow_ptr,
-    long long nrows, long long* __restrict__ lengths)
+//   long long nblocks
+//   long long lengths[8 * nblocks] - out: entries of each segment, by segment number
+// Launch: one thread per block.
+extern "C" __global__ void bmsparse_convert_segment_lengths(
+    const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
+    const long long* __restrict__ brow_ptr, long long nblocks, long long* __restrict__ lengths)
 {
-    const long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
-    if (i >= (nrows + 7) >> 3) return;  // whole warps leave together
-    const int lane = threadIdx.x & 31;
-    long long n[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (long long q = brow_ptr[i] + lane; q < brow_ptr[i + 1]; q += 32) {
-        const u64 bitmap = bitmaps[q];
+    const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (q >= nblocks) return;
+    const long long i = block_row(keys[q]);
+    const u64 bitmap = bitmaps[q];
 #pragma unroll
-        for (int r = 0; r < 8; ++r) n[r] += __popc(row_bits(bitmap, r));
-    }
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {  // butterfly: every lane ends with the totals
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) n[r] += __shfl_xor_sync(0xffffffffu, n[r], d);
-    }
-    if (lane < 8 && (i << 3) + lane < nrows) {
-        long long mine = 0;
-#pragma unroll
-        for (int r = 0; r < 8; ++r) mine = r == lane ? n[r] : mine;
-        lengths[(i << 3) + lane] = mine;
+    for (int r = 0; r < 8; ++r) {
+        lengths[csr_segment(brow_ptr, i, q, r)] = __popc(row_bits(bitmap, r));
     }
 }
 
 //   u64       keys[nblocks], bitmaps[nblocks]
 //   long long offsets[nblocks + 1]
 //   T         values[nnz]        - values, or null for a pattern matrix
-//   long long brow_ptr[nbrows + 1], nrows
-//   long long indptr[nrows + 1]  - row starts (scan of the row lengths)
+//   long long brow_ptr[nbrows + 1], nblocks, nrows
+//   long long places[8 * nblocks + 1] - exclusive scan of the segment lengths
+//   I         indptr[nrows + 1]  - out
 //   I         indices[nnz]       - out
 //   T         data[nnz]          - out, or null for a pattern matrix
+// Launch: max(32 * nblocks, nrows + 1) threads: a warp per block, lane l
+// writing its bits l and l + 32; thread t <= nrows also writes indptr[t].
 template <typename T, typename I>
 __global__ void bmsparse_convert_csr_entries(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
-    const long long* __restrict__ brow_ptr, long long nrows,
-    const long long* __restrict__ indptr, I* __restrict__ indices, T* __restrict__ data)
+    const long long* __restrict__ brow_ptr, long long nblocks, long long nrows,
+    const long long* __restrict__ places, I* __restrict__ indptr, I* __restrict__ indices,
+    T* __restrict__ data)
 {
-    const long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
-    if (i >= (nrows + 7) >> 3) return;  // whole warps leave together
-    const int lane = threadIdx.x & 31;
-    const long long first = brow_ptr[i], last = brow_ptr[i + 1];
-    const int rows = (int)min(8ll, nrows - (i << 3));
-    long long base[8];
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (tid <= nrows) {
+        const long long i = tid >> 3;
+        // row nrows starts past every entry: the scan's last item
+        const long long at = tid == nrows ? 8 * nblocks
+                                          : csr_segment(brow_ptr, i, brow_ptr[i], (int)(tid & 7));
+        indptr[tid] = (I)places[at];
+    }
+    const long long q = tid >> 5;
+    if (q >= nblocks) return;
+    const int lane = (int)(threadIdx.x & 31u);
+    const u64 key = keys[q], bitmap = bitmaps[q];
+    const long long i = block_row(key), col0 = (long long)block_col(key) << 3;
 #pragma unroll
-    for (int r = 0; r < 8; ++r) base[r] = r < rows ? indptr[(i << 3) + r] : 0;
-    for (long long q0 = first; q0 < last; q0 += 32) {
-        const long long q = q0 + lane;
-        u64 bitmap = 0, key = 0;
-        long long src = 0;
-        if (q < last) {
-            bitmap = bitmaps[q];
-            key = keys[q];
-            src = offsets[q];
-        }
-        const long long col0 = (long long)block_col(key) << 3;
-#pragma unroll
-        for (int r = 0; r < 8; ++r) {
-            unsigned int bits = row_bits(bitmap, r);
-            const int n = __popc(bits);
-            const int inclusive = warp_inclusive_scan(n, lane);
-            long long dst = base[r] + inclusive - n;
-            while (bits) {
-                const int c = __ffs(bits) - 1;
-                bits &= bits - 1u;
-                indices[dst] = (I)(col0 + c);
-                if (values) data[dst] = values[src];
-                ++dst;
-                ++src;
-            }
-            base[r] += __shfl_sync(0xffffffffu, inclusive, 31);
-        }
+    for (int half = 0; half < 2; ++half) {
+        const int bit = lane + 32 * half;
+        if (!((bitmap >> bit) & 1ull)) continue;
+        const int r = bit >> 3, c = bit & 7;
+        const long long dst = places[csr_segment(brow_ptr, i, q, r)]
+                            + __popc(row_bits(bitmap, r) & ((1u << c) - 1u));
+        indices[dst] = (I)(col0 + c);
+        if (values) data[dst] = values[offsets[q] + value_index(bitmap, bit)];
     }
 }

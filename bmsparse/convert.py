@@ -28,7 +28,7 @@ _kernels.register(_KERNELS, {
     "bmsparse_convert_block_heads": (),
     "bmsparse_convert_csr_place": ("T", "I"),
     "bmsparse_convert_expand_entries": (),
-    "bmsparse_convert_row_lengths": (),
+    "bmsparse_convert_segment_lengths": (),
     "bmsparse_convert_csr_entries": ("T", "I"),
 })
 
@@ -435,11 +435,15 @@ def bitmap_to_coo(keys: Any, bitmaps: Any, offsets: Any, nnz: int) -> tuple[Any,
 
 
 def bitmap_to_csr(keys: Any, bitmaps: Any, offsets: Any, values: Any,
-                  shape: tuple[int, int], nnz: int) -> tuple[Any, Any, Any]:
+                  shape: tuple[int, int], nnz: int,
+                  brow_ptr: Any = None) -> tuple[Any, Any, Any]:
     """CSR arrays (indptr, indices, data) with sorted column indices.
 
     ``values`` None (a pattern matrix) gives bool data of ones. Index arrays
-    are int32 when every index fits, else int64.
+    are int32 when every index fits, else int64. ``brow_ptr`` is the
+    block-row pointer (int64 [nbrows + 1]) when known (the GPU path finds it
+    otherwise). On the GPU: two launches around one scan of 8 * nblocks
+    lengths, one thread per entry; no sync.
     """
     xp = get_array_module(keys, bitmaps, offsets, values)
     index_dtype = get_index_dtype(max(nnz, shape[1]))
@@ -451,23 +455,27 @@ def bitmap_to_csr(keys: Any, bitmaps: Any, offsets: Any, values: Any,
         np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
         data = np.ones(nnz, dtype=bool) if values is None else values[order]
         return indptr, cols[order].astype(index_dtype), data
-    return _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype)
+    return _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype,
+                               brow_ptr)
 
 
-def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype):
+def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype, brow_ptr):
     import cupy
 
     nrows, nblocks = shape[0], keys.shape[0]
-    # one search per block row start; the end of the last is nblocks, since
-    # (nbrows << 32) may not fit in 64 bits
-    brow_starts = cupy.arange(nblocks_along(nrows), dtype=cupy.uint64) << cupy.uint64(KEY_SHIFT)
-    brow_ptr = cupy.concatenate([cupy.searchsorted(keys, brow_starts),
-                                 cupy.asarray([nblocks])]).astype(cupy.int64)
-    lengths = cupy.empty(nrows, dtype=cupy.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_row_lengths")
-    nbrows = nblocks_along(nrows)
-    _kernels.launch(kernel, 32 * nbrows, (bitmaps, brow_ptr, nrows, lengths))
-    indptr = exclusive_scan(cupy, lengths)
+    if brow_ptr is None:
+        # one search per block row start; the end of the last is nblocks, since
+        # (nbrows << 32) may not fit in 64 bits
+        brow_starts = cupy.arange(nblocks_along(nrows), dtype=cupy.uint64) << cupy.uint64(
+            KEY_SHIFT)
+        brow_ptr = cupy.concatenate([cupy.searchsorted(keys, brow_starts),
+                                     cupy.asarray([nblocks])]).astype(cupy.int64)
+    lengths = cupy.empty(8 * nblocks, dtype=cupy.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_segment_lengths")
+    _kernels.launch(kernel, nblocks, (keys, bitmaps, brow_ptr, nblocks, lengths))
+    places = exclusive_scan(cupy, lengths)
+    del lengths  # 8 bytes a segment: not kept to the peak
+    indptr = cupy.empty(nrows + 1, dtype=index_dtype)
     indices = cupy.empty(nnz, dtype=index_dtype)
     if values is None:
         data = cupy.ones(nnz, dtype=bool)
@@ -477,6 +485,7 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype)
         value_dtype, values_arg, data_arg = values.dtype, values, data
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_entries",
                                  T=value_dtype, I=index_dtype)
-    _kernels.launch(kernel, 32 * nbrows, (keys, bitmaps, offsets, values_arg, brow_ptr, nrows,
-                                          indptr, indices, data_arg))
-    return indptr.astype(index_dtype, copy=False), indices, data
+    _kernels.launch(kernel, max(32 * nblocks, nrows + 1), (
+        keys, bitmaps, offsets, values_arg, brow_ptr, nblocks, nrows, places, indptr, indices,
+        data_arg))
+    return indptr, indices, data

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import convert
-from ._format import BLOCK, KEY_SHIFT, nblocks_along, popcount
+from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
 from ._sputils import check_dtype, check_shape, get_array_module, upcast
 
@@ -147,13 +147,19 @@ class BitmapMatrix:
         """Block-row pointer (int64 [nbrows + 1]), computed once."""
         ptr = self._cache.get("row_pointer")
         if ptr is None:
-            xp = self._xp()
-            starts = xp.arange(nblocks_along(self.shape[0]), dtype=xp.uint64) << xp.uint64(KEY_SHIFT)
-            # the end of the last block row is nblocks: nbrows << 32 may not fit
-            ptr = xp.concatenate([xp.searchsorted(self.keys, starts),
-                                  xp.asarray([self.nblocks])]).astype(xp.int64)
+            ptr, self._cache["longest_row"] = convert.row_pointer(
+                self.keys, nblocks_along(self.shape[0]))
             self._cache["row_pointer"] = ptr
         return ptr
+
+    def _longest_row(self) -> int:
+        """Blocks in the longest block row, computed once (with the row pointer;
+        reading it is a sync)."""
+        longest = self._cache.get("longest_row_count")
+        if longest is None:
+            self._row_pointer()
+            longest = self._cache["longest_row_count"] = int(self._cache["longest_row"][0])
+        return longest
 
     def _column_order(self) -> Any:
         """The blocks in (block column, block row) order, computed once."""

@@ -322,3 +322,38 @@ __global__ void bmsparse_convert_csr_entries(
         if (values) data[dst] = values[offsets[q] + value_index(bitmap, bit)];
     }
 }
+
+// The block-row pointer of canonical keys, and the longest block row.
+//   u64       keys[nblocks]       - strictly increasing block keys
+//   long long nblocks, nbrows
+//   long long ptr[nbrows + 1]     - out: blocks of block row i are [ptr[i], ptr[i + 1])
+//   unsigned long long longest[1] - zeroed by the host; out: the most blocks in a row
+// Launch: one thread per block row (two binary searches each).
+extern "C" __global__ void bmsparse_convert_row_pointer(
+    const u64* __restrict__ keys, long long nblocks, long long nbrows,
+    long long* __restrict__ ptr, unsigned long long* __restrict__ longest)
+{
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= nbrows) return;
+    // the first key of block row i and of i + 1; the last row ends at nblocks,
+    // since (nbrows << 32) may not fit in 64 bits
+    long long lo = 0, hi = nblocks;
+    const u64 start = (u64)i << 32;
+    while (lo < hi) {
+        const long long mid = lo + ((hi - lo) >> 1);
+        if (keys[mid] < start) lo = mid + 1; else hi = mid;
+    }
+    long long end = nblocks;
+    if (i + 1 < nbrows) {
+        long long l2 = lo, h2 = nblocks;
+        const u64 next = (u64)(i + 1) << 32;
+        while (l2 < h2) {
+            const long long mid = l2 + ((h2 - l2) >> 1);
+            if (keys[mid] < next) l2 = mid + 1; else h2 = mid;
+        }
+        end = l2;
+    }
+    ptr[i] = lo;
+    if (i + 1 == nbrows) ptr[nbrows] = nblocks;
+    if (end > lo) atomicMax(longest, (unsigned long long)(end - lo));
+}

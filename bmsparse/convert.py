@@ -30,6 +30,7 @@ _kernels.register(_KERNELS, {
     "bmsparse_convert_expand_entries": (),
     "bmsparse_convert_segment_lengths": (),
     "bmsparse_convert_csr_entries": ("T", "I"),
+    "bmsparse_convert_row_pointer": (),
 })
 
 Blocks = tuple[Any, Any, Any, Any]  # keys, bitmaps, offsets, values
@@ -434,6 +435,44 @@ def bitmap_to_coo(keys: Any, bitmaps: Any, offsets: Any, nnz: int) -> tuple[Any,
     return rows, cols
 
 
+def row_pointer(keys: Any, nbrows: int) -> tuple[Any, Any]:
+    """Block-row pointer of canonical keys and the length of the longest block row.
+
+    Parameters
+    ----------
+    keys : uint64 [nblocks]
+        Strictly increasing block keys.
+    nbrows : int
+        Block rows of the matrix.
+
+    Returns
+    -------
+    ptr : int64 [nbrows + 1]
+        The blocks of block row i are ``[ptr[i], ptr[i + 1])``.
+    longest : uint64 [1]
+        The most blocks in one block row (an array: reading it is a sync).
+
+    Notes
+    -----
+    On the GPU one launch (two binary searches per block row); no sync.
+    """
+    xp = get_array_module(keys)
+    if xp is np:
+        starts = np.arange(nbrows, dtype=np.uint64) << np.uint64(KEY_SHIFT)
+        # the end of the last block row is nblocks: nbrows << 32 may not fit
+        ptr = np.append(np.searchsorted(keys, starts), keys.shape[0]).astype(np.int64)
+        longest = int(np.diff(ptr).max()) if nbrows else 0
+        return ptr, np.array([longest], dtype=np.uint64)
+    ptr = xp.empty(nbrows + 1, dtype=xp.int64)
+    longest = xp.zeros(1, dtype=xp.uint64)
+    if nbrows == 0:
+        ptr[0] = keys.shape[0]  # no block rows: no blocks
+        return ptr, longest
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_row_pointer")
+    _kernels.launch(kernel, nbrows, (keys, keys.shape[0], nbrows, ptr, longest))
+    return ptr, longest
+
+
 def bitmap_to_csr(keys: Any, bitmaps: Any, offsets: Any, values: Any,
                   shape: tuple[int, int], nnz: int,
                   brow_ptr: Any = None) -> tuple[Any, Any, Any]:
@@ -464,12 +503,7 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype,
 
     nrows, nblocks = shape[0], keys.shape[0]
     if brow_ptr is None:
-        # one search per block row start; the end of the last is nblocks, since
-        # (nbrows << 32) may not fit in 64 bits
-        brow_starts = cupy.arange(nblocks_along(nrows), dtype=cupy.uint64) << cupy.uint64(
-            KEY_SHIFT)
-        brow_ptr = cupy.concatenate([cupy.searchsorted(keys, brow_starts),
-                                     cupy.asarray([nblocks])]).astype(cupy.int64)
+        brow_ptr = row_pointer(keys, nblocks_along(nrows))[0]
     lengths = cupy.empty(8 * nblocks, dtype=cupy.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_segment_lengths")
     _kernels.launch(kernel, nblocks, (keys, bitmaps, brow_ptr, nblocks, lengths))

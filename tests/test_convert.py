@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 import bmsparse._sputils as sputils
-from bmsparse import convert
+from bmsparse import BitmapMatrix, convert
 from tests.helpers import spy_argsort
 
 TOP = 1 << 63
@@ -529,3 +529,23 @@ def test_coo_to_bitmap_sums_duplicates_in_input_order(shape, nduplicates, xp):
     _, bitmaps, _, got = convert.coo_to_bitmap(zeros, zeros, xp.asarray(values), shape)
     assert [int(b) for b in host(bitmaps)] == [1]
     assert host(got).tolist() == [0.0]
+
+
+@pytest.mark.parametrize("shape,density", [((0, 5), 0.0), ((7, 9), 0.0), ((50, 40), 0.1),
+                                           ((300, 20), 0.05), ((1000, 1000), 0.002)])
+def test_row_pointer_and_longest_row(shape, density, xp):
+    a = sp.random_array(shape, density=density, format="csr", rng=3)
+    if shape[0] >= 300:  # empty block rows at the start, the middle and the end
+        keep = np.ones(shape[0], dtype=bool)
+        keep[:16] = keep[100:180] = keep[-20:] = False
+        a = sp.csr_array(sp.diags_array(keep.astype(float)) @ a)
+    m = BitmapMatrix(a)
+    keys = xp.asarray(m.keys)
+    nbrows = -(-shape[0] // 8)
+    ptr, longest = convert.row_pointer(keys, nbrows)
+    ptr = ptr.get() if hasattr(ptr, "get") else ptr
+    rows = (m.keys >> np.uint64(32)).astype(np.int64)
+    want = np.zeros(nbrows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=nbrows), out=want[1:])
+    np.testing.assert_array_equal(ptr, want)
+    assert int(longest[0]) == (int(np.diff(want).max()) if nbrows else 0)

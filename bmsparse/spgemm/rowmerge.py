@@ -81,12 +81,7 @@ _NO_COLUMN = (1 << KEY_SHIFT) - 1
 
 def longest_row(a: Any) -> int:
     """Blocks in the longest block row of a BitmapMatrix (one sync, then kept)."""
-    longest = a._cache.get("longest_row")
-    if longest is None:
-        ptr = a._row_pointer()
-        longest = int((ptr[1:] - ptr[:-1]).max()) if ptr.shape[0] > 1 else 0
-        a._cache["longest_row"] = longest
-    return longest
+    return a._longest_row()
 
 
 def chooses(a: Any, b: Any) -> bool:

@@ -233,19 +233,26 @@ def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
             drop_zeros: bool, timings: dict[str, float] | None,
             value_bytes: int) -> BitmapMatrix | None:
     """C by the row merge (``rowmerge``) and the multiply, or None when it does
-    not fit in the free device memory (the task-list path then slices the
-    product)."""
+    not fit in the free device memory: the task-list path then slices the
+    product. A failed allocation anywhere in it counts, not only the checks."""
+    xp = get_array_module(a.keys, b.keys)
+    try:
+        return _merged_product(a, b, sr, dtype, drop_zeros, timings, value_bytes)
+    except MemoryError:
+        slices.free_pool(xp)
+        return None
+
+
+def _merged_product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
+                    drop_zeros: bool, timings: dict[str, float] | None,
+                    value_bytes: int) -> BitmapMatrix:
     xp = get_array_module(a.keys, b.keys)
     clock = _StageClock(xp, timings)
     clock.lap("tasks")  # none apart: the merge finds the pairs while counting
     budget = slices.free_memory(xp)
-    try:
-        merged = rowmerge.merge(a, b, not sr.structural,
-                                lambda need: tasks.check_budget("the product", need, budget))
-        tasks.check_budget("the product", merged.nnz * value_bytes, budget)
-    except MemoryError:
-        slices.free_pool(xp)
-        return None
+    merged = rowmerge.merge(a, b, not sr.structural,
+                            lambda need: tasks.check_budget("the product", need, budget))
+    tasks.check_budget("the product", merged.nnz * value_bytes, budget)
     clock.lap("count")
     shape = (a.shape[0], b.shape[1])
     if sr.structural:

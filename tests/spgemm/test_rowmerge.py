@@ -207,6 +207,31 @@ def test_over_free_memory_falls_back_to_the_task_list(monkeypatch):
 
 
 @pytest.mark.gpu
+def test_out_of_memory_in_the_multiply_falls_back(monkeypatch):
+    """An allocation failing after the merge (here the multiply's) is a
+    MemoryError like the checks: the task-list path takes the product."""
+    from bmsparse.spgemm import multiply
+
+    a_csr = random_csr(64, 64, 0.1, seed=13)
+    a = BitmapMatrix(a_csr).to_device()
+    assert rowmerge.chooses(a, a)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("out of memory (simulated)")
+
+    real = multiply.multiply
+    calls = []
+
+    def first_fails(*args, **kwargs):
+        calls.append(1)
+        return no_memory() if len(calls) == 1 else real(*args, **kwargs)
+
+    monkeypatch.setattr(multiply, "multiply", first_fails)
+    assert_same_csr(spgemm(a, a).to_scipy(), scipy_product(a_csr, a_csr))
+    assert len(calls) == 2  # the merge's, then the task list's
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", ["plus_times", "min_plus", "plus_pair", "lor_land",
                                   "any_pair"])
 def test_semirings_identical_to_the_task_list(name):

@@ -66,9 +66,12 @@ MAX_MERGE_BLOCKS = 100_000
 UNITS = 1 << 13
 MAX_PARTS = 64
 
-#: the block-row pointers this path keeps with A and B are not built for
-#: more block rows than this (their memory would rival the product's)
+#: the block-row pointers this path keeps with A and B, and its per-row
+#: counts, scale with the number of block rows: not for more than this, nor
+#: for more than ``ROWS_PER_BLOCK`` times the blocks (hypersparse matrices,
+#: whose task list scales with their blocks only)
 MAX_BLOCK_ROWS = 1 << 26
+ROWS_PER_BLOCK = 4
 
 #: device bytes of one output block (key, bitmap, offset, pair pointer) and
 #: of one pair
@@ -89,15 +92,18 @@ def chooses(a: Any, b: Any) -> bool:
 
     The rule: on the GPU, when no block row of A is longer than
     ``SHORT_ROW_BLOCKS`` blocks, or none longer than ``MAX_ROW_BLOCKS`` and A
-    has at most ``MAX_MERGE_BLOCKS`` blocks (and A and B have at most
-    ``MAX_BLOCK_ROWS`` block rows). The first call on a matrix reads its
-    longest row (one sync); it is kept with it.
+    has at most ``MAX_MERGE_BLOCKS`` blocks; and A and B have at most
+    ``MAX_BLOCK_ROWS`` block rows and not many more than blocks
+    (``ROWS_PER_BLOCK``). The first call on a matrix reads its longest row
+    (one sync); it is kept with it.
     """
     xp = get_array_module(a.keys, b.keys)
     if xp is np:
         return False
-    if max(nblocks_along(a.shape[0]), nblocks_along(b.shape[0])) > MAX_BLOCK_ROWS:
-        return False
+    for m in (a, b):
+        nbrows = nblocks_along(m.shape[0])
+        if nbrows > min(MAX_BLOCK_ROWS, max(ROWS_PER_BLOCK * m.nblocks, UNITS)):
+            return False
     if nblocks_along(b.shape[1]) > _NO_COLUMN or b.nblocks >= 1 << 31:  # 32-bit positions
         return False
     longest = longest_row(a)

@@ -276,3 +276,15 @@ def test_many_blocks_take_the_task_list_unless_rows_are_short(monkeypatch):
     assert not rowmerge.chooses(a, b)
     monkeypatch.setattr(rowmerge, "SHORT_ROW_BLOCKS", 40)
     assert rowmerge.chooses(a, b)
+
+
+@pytest.mark.gpu
+def test_hypersparse_operands_take_the_task_list():
+    """Per-row arrays would dwarf a product of a few blocks in many rows."""
+    n = 8 * 200_000
+    a_csr = sp.csr_array((np.ones(3), ([5, 70_000, n - 1], [9, 11, 12])), shape=(n, n))
+    a = BitmapMatrix(a_csr).to_device()
+    assert not rowmerge.chooses(a, a)
+    assert_same_csr(spgemm(a, a).to_scipy(), scipy_product(a_csr, a_csr))
+    small = BitmapMatrix(a_csr[:8 * 4096, :8 * 4096]).to_device()
+    assert rowmerge.chooses(small, small)  # few rows: the bound is UNITS rows

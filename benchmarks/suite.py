@@ -4,6 +4,7 @@
     python benchmarks/suite.py                      # ../shared/matrices + the structured ones
     python benchmarks/suite.py DIR --only bcsstk33,crack --repeat 3 --json suite.json
     python benchmarks/suite.py DIR --no-structured
+    python benchmarks/suite.py --strategy tasks     # A/B: the task list everywhere
 
 Every Matrix Market or edge-list file of the folder (``MANIFEST.tsv`` names
 them when present) is squared, ``A @ A``; a rectangular one is multiplied by
@@ -63,6 +64,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-structured", action="store_true",
                    help="skip the structured matrices of ESC Table 3")
     common.add_timing_args(p)
+    p.add_argument("--strategy", choices=("auto", "merge", "tasks"), default="auto",
+                   help="auto: bmsparse's own choice (default); merge: the row merge wherever "
+                   "its kernels can run (rows of at most 128 blocks); tasks: the task list "
+                   "everywhere. For A/B runs of the two; the GPU only")
     p.add_argument("--max-multiplies", type=float, default=None,
                    help="skip products with more multiplies (default: no limit on a GPU, "
                    f"{CPU_MAX_MULTIPLIES:,} on the CPU path)")
@@ -150,6 +155,14 @@ def run_one(name: str, source: str, load: Callable, side: common.Side, *, repeat
     return row
 
 
+def force_strategy(strategy: str) -> None:
+    """Override ``rowmerge.chooses``'s limits for an A/B run of the two paths."""
+    if strategy == "tasks":
+        rowmerge.MAX_ROW_BLOCKS = -1
+    elif strategy == "merge":
+        rowmerge.MAX_MERGE_BLOCKS = 1 << 62
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device = common.detect_device(force_cpu=args.cpu)
@@ -162,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     except (common.UserError, ValueError, OSError) as exc:
         print(f"suite.py: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
+    force_strategy(args.strategy)
     report = common.Report()
     peer_name = "cuSPARSE (cupyx CSR @ CSR)" if device.gpu else "scipy (CPU)"
     if device.gpu:
@@ -172,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         report.line(f"bmsparse suite, CPU path ({device.note}): bmsparse's NumPy twins vs "
                     f"{peer_name}; host clock, median of {args.repeat} after {args.warmup} "
                     "warm-up runs; structured matrices on small grids")
+    if args.strategy != "auto":
+        report.line(f"note: strategy forced to {args.strategy}"
+                    + ("" if device.gpu else " (no effect on the CPU path: it has one)"))
     for note in notes:
         report.line(f"note: {note}")
     if not todo:
@@ -211,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         "script": "suite.py", "argv": sys.argv[1:] if argv is None else argv,
         "device": device.describe(), "peer": peer_name,
         "settings": {"repeat": args.repeat, "warmup": args.warmup,
-                     "max_multiplies": max_multiplies,
+                     "max_multiplies": max_multiplies, "strategy": args.strategy,
                      "dir": str(Path(args.dir) if args.dir else DEFAULT_DIR),
                      "structured": not args.no_structured, "only": args.only},
         "rows": rows, "geomean_speedup": mean, "mismatches": mismatches,

@@ -207,6 +207,20 @@ def test_suite_only_filters(tmp_path):
     assert "no matrix named three" in proc.stdout
 
 
+def test_suite_strategy_is_recorded(tmp_path):
+    folder = tmp_path / "matrices"
+    folder.mkdir()
+    scipy.io.mmwrite(folder / "one.mtx", random_csr(10, 10, 20, 4))
+    out = tmp_path / "suite.json"
+    proc = run_script("suite.py", folder, "--no-structured", "--strategy", "tasks",
+                      "--repeat", "1", "--warmup", "0", "--cpu", "--json", out)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["settings"]["strategy"] == "tasks"
+    assert [r["path"] for r in data["rows"]] == ["tasks"]
+    assert "strategy forced to tasks (no effect on the CPU path" in proc.stdout
+
+
 def test_suite_missing_folder(tmp_path):
     proc = run_script("suite.py", tmp_path / "nope", "--cpu")
     assert proc.returncode == 1

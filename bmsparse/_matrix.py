@@ -147,7 +147,8 @@ class BitmapMatrix:
         """Block-row pointer (int64 [nbrows + 1]), computed once."""
         ptr = self._cache.get("row_pointer")
         if ptr is None:
-            ptr, self._cache["longest_row"] = convert.row_pointer(
+            # the longest row stays on the device until asked for
+            ptr, self._cache["longest_row_device"] = convert.row_pointer(
                 self.keys, nblocks_along(self.shape[0]))
             self._cache["row_pointer"] = ptr
         return ptr
@@ -155,10 +156,10 @@ class BitmapMatrix:
     def _longest_row(self) -> int:
         """Blocks in the longest block row, computed once (with the row pointer;
         reading it is a sync)."""
-        longest = self._cache.get("longest_row_count")
+        longest = self._cache.get("longest_row")
         if longest is None:
             self._row_pointer()
-            longest = self._cache["longest_row_count"] = int(self._cache["longest_row"][0])
+            longest = self._cache["longest_row"] = int(self._cache["longest_row_device"][0])
         return longest
 
     def _column_order(self) -> Any:

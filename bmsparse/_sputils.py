@@ -105,6 +105,7 @@ _CUPY: tuple[type, Any] | None = None
 
 
 def _module_of(a: Any) -> Any:
+    global _CUPY
     kind = type(a)
     if kind is np.ndarray:
         return np
@@ -116,14 +117,9 @@ def _module_of(a: Any) -> Any:
         import cupy
 
         if kind is cupy.ndarray:
-            _remember_cupy(cupy)
+            _CUPY = (cupy.ndarray, cupy)
         return cupy
     raise TypeError(f"expected a NumPy or CuPy array, got {kind.__name__}")
-
-
-def _remember_cupy(cupy: Any) -> None:
-    global _CUPY
-    _CUPY = (cupy.ndarray, cupy)
 
 
 def cupy_available() -> bool:

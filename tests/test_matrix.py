@@ -705,3 +705,15 @@ def test_from_cupyx_rejects_host_input(make, name):
 def test_from_scipy_rejects_dense():
     with pytest.raises(TypeError, match="expected a scipy.sparse matrix or array, got ndarray"):
         BitmapMatrix.from_scipy(np.ones((2, 2)))
+
+
+def test_longest_row_is_kept_with_the_row_pointer(xp):
+    a_csr = sp.csr_array((np.ones(5), ([0, 1, 2, 17, 40], [0, 9, 30, 3, 3])), shape=(48, 32))
+    a = BitmapMatrix(a_csr)
+    a = a if xp is np else a.to_device()
+    # block row 0 holds blocks (0, 0), (0, 1), (0, 3); row 2 one; row 5 one
+    assert a._longest_row() == 3
+    ptr = a._row_pointer()
+    host = ptr.get() if hasattr(ptr, "get") else ptr
+    np.testing.assert_array_equal(host, [0, 3, 3, 4, 4, 4, 5])
+    assert a._row_pointer() is ptr  # computed once

@@ -237,16 +237,15 @@ def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     product. A failed allocation anywhere in it counts, not only the checks."""
     xp = get_array_module(a.keys, b.keys)
     try:
-        return _merged_product(a, b, sr, dtype, drop_zeros, timings, value_bytes)
+        return _merged_product(xp, a, b, sr, dtype, drop_zeros, timings, value_bytes)
     except MemoryError:
         slices.free_pool(xp)
         return None
 
 
-def _merged_product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
-                    drop_zeros: bool, timings: dict[str, float] | None,
+def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
+                    dtype: np.dtype, drop_zeros: bool, timings: dict[str, float] | None,
                     value_bytes: int) -> BitmapMatrix:
-    xp = get_array_module(a.keys, b.keys)
     clock = _StageClock(xp, timings)
     clock.lap("tasks")  # none apart: the merge finds the pairs while counting
     budget = slices.free_memory(xp)

@@ -82,11 +82,6 @@ _PAIR_BYTES = 16
 _NO_COLUMN = (1 << KEY_SHIFT) - 1
 
 
-def longest_row(a: Any) -> int:
-    """Blocks in the longest block row of a BitmapMatrix (one sync, then kept)."""
-    return a._longest_row()
-
-
 def chooses(a: Any, b: Any) -> bool:
     """True when ``a @ b`` (no mask) runs on this path rather than the task list.
 
@@ -106,7 +101,7 @@ def chooses(a: Any, b: Any) -> bool:
             return False
     if nblocks_along(b.shape[1]) > _NO_COLUMN or b.nblocks >= 1 << 31:  # 32-bit positions
         return False
-    longest = longest_row(a)
+    longest = a._longest_row()
     if longest > MAX_ROW_BLOCKS:
         return False
     return longest <= SHORT_ROW_BLOCKS or a.nblocks <= MAX_MERGE_BLOCKS
@@ -164,7 +159,7 @@ def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
         return _merge_numpy(a, b, pairs, check)
     import cupy
 
-    longest = longest_row(a)
+    longest = a._longest_row()
     group, cursors = next(shape for shape in _SHAPES if longest <= shape[0] * shape[1])
     parts, span = units(nbrows, nblocks_along(b.shape[1]))
     n = nbrows * parts

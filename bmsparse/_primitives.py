@@ -13,14 +13,14 @@ _KERNELS = "_primitives.cu"
 _kernels.register(_KERNELS, {"bmsparse_scan_inclusive": (),
                              "bmsparse_sort_segment_chunks": ()})
 
-#: arrays up to this length are scanned by one thread block in one launch
-SMALL_SCAN = 1 << 16
-_SCAN_THREADS = 1024
+#: elements per thread block of the scan (``_primitives.cu``)
+_SCAN_THREADS = 256
+_SCAN_TILE = _SCAN_THREADS * 8
 
 
 def cumsum(xp: Any, a: Any) -> Any:
-    """Inclusive scan of an int64 array (one launch for small device arrays)."""
-    if xp is np or a.shape[0] > SMALL_SCAN or a.dtype != np.int64:
+    """Inclusive scan of an int64 array (one launch on the device)."""
+    if xp is np or a.dtype != np.int64:
         return xp.cumsum(a)
     out = xp.empty_like(a)
     _scan_into(a, out)
@@ -28,14 +28,17 @@ def cumsum(xp: Any, a: Any) -> Any:
 
 
 def _scan_into(a: Any, out: Any) -> None:
+    """``out[:] = cumsum(a)`` for int64 device arrays (``out`` may be ``a``)."""
+    import cupy
+
     n = a.shape[0]
     if n == 0:
         return
+    ntiles = -(-n // _SCAN_TILE)
+    state = cupy.zeros(1 + 3 * ntiles, dtype=cupy.int64)  # a ticket, per tile 3 words
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_scan_inclusive")
-    args = (a, np.int64(n), out)
-    if _kernels.launch_hook is not None:
-        _kernels.launch_hook(kernel.name, n, 1, _SCAN_THREADS)
-    kernel((1,), (_SCAN_THREADS,), args)
+    _kernels.launch(kernel, ntiles * _SCAN_THREADS, (a, n, out, state, ntiles),
+                    block=_SCAN_THREADS)
 
 
 def stable_argsort(xp: Any, a: Any) -> Any:
@@ -48,7 +51,7 @@ def stable_argsort(xp: Any, a: Any) -> Any:
 def exclusive_scan(xp: Any, counts: Any) -> Any:
     """Offsets, int64 [n + 1]: ``[0, counts[0], counts[0] + counts[1], ...]``."""
     out = xp.zeros(counts.shape[0] + 1, dtype=xp.int64)
-    if xp is np or counts.shape[0] > SMALL_SCAN or counts.dtype != np.int64:
+    if xp is np or counts.dtype != np.int64:
         xp.cumsum(counts, out=out[1:])
     else:
         _scan_into(counts, out[1:])

@@ -7,8 +7,9 @@ import pytest
 
 from bmsparse import _primitives
 
-# one block (<= SMALL_SCAN) and CuPy's scan above it, around the boundaries
-SIZES = [1, 31, 4095, 1 << 16, (1 << 16) + 1, 4096 * 7, 4096 * 7 + 1, 1_000_003]
+# one tile, around the tile boundaries (2048 elements), more tiles than a
+# look-back window (32) and far more
+SIZES = [1, 31, 2047, 2048, 2049, 4096 * 7 + 1, 2048 * 33 + 5, 1 << 16, 1_000_003, 6_000_011]
 
 
 @pytest.mark.gpu
@@ -39,3 +40,14 @@ def test_exclusive_scan_matches_numpy(n):
 def test_cumsum_on_the_host_is_numpy_s(n):
     values = np.arange(n, dtype=np.int64)
     np.testing.assert_array_equal(_primitives.cumsum(np, values), np.cumsum(values))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [5, 2048 * 40 + 3])
+def test_scan_in_place(n):
+    import cupy
+
+    values = np.random.default_rng(n).integers(-50, 100, n).astype(np.int64)
+    x = cupy.asarray(values)
+    _primitives._scan_into(x, x)
+    np.testing.assert_array_equal(x.get(), np.cumsum(values))

@@ -22,6 +22,10 @@
 // Launch: ntiles blocks of BMSPARSE_SCAN_THREADS threads.
 // Work: O(n), one read and one write of each element. Deterministic
 // (integers: the association order does not change the sums).
+//
+// bmsparse_sort_segment_chunks: sorts uint64 codes whose segments (runs of
+// codes already ordered against each other, such as the tasks of one block
+// row) are short, in shared memory, one thread block per chunk of segments.
 #define BMSPARSE_SCAN_THREADS 256
 #define BMSPARSE_SCAN_ITEMS 8
 #define BMSPARSE_SCAN_TILE (BMSPARSE_SCAN_THREADS * BMSPARSE_SCAN_ITEMS)

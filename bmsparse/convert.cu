@@ -337,22 +337,9 @@ extern "C" __global__ void bmsparse_convert_row_pointer(
     if (i >= nbrows) return;
     // the first key of block row i and of i + 1; the last row ends at nblocks,
     // since (nbrows << 32) may not fit in 64 bits
-    long long lo = 0, hi = nblocks;
-    const u64 start = (u64)i << 32;
-    while (lo < hi) {
-        const long long mid = lo + ((hi - lo) >> 1);
-        if (keys[mid] < start) lo = mid + 1; else hi = mid;
-    }
-    long long end = nblocks;
-    if (i + 1 < nbrows) {
-        long long l2 = lo, h2 = nblocks;
-        const u64 next = (u64)(i + 1) << 32;
-        while (l2 < h2) {
-            const long long mid = l2 + ((h2 - l2) >> 1);
-            if (keys[mid] < next) l2 = mid + 1; else h2 = mid;
-        }
-        end = l2;
-    }
+    const long long lo = lower_bound(keys, nblocks, (u64)i << 32);
+    const long long end = i + 1 < nbrows
+        ? lo + lower_bound(keys + lo, nblocks - lo, (u64)(i + 1) << 32) : nblocks;
     ptr[i] = lo;
     if (i + 1 == nbrows) ptr[nbrows] = nblocks;
     if (end > lo) atomicMax(longest, (unsigned long long)(end - lo));

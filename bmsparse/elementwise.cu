@@ -84,16 +84,6 @@ __device__ __forceinline__ u64 combine_bitmaps(long long combine, u64 a, u64 b) 
          : combine == BMSPARSE_COMBINE_XOR ? (a ^ b) : (a | b);
 }
 
-// number of keys[0 .. n) below key (keys strictly increasing)
-__device__ __forceinline__ long long keys_below(const u64* __restrict__ keys, long long n, u64 key) {
-    long long lo = 0, hi = n;
-    while (lo < hi) {
-        const long long mid = lo + ((hi - lo) >> 1);
-        if (keys[mid] < key) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
 extern "C" __global__ void bmsparse_elementwise_match(
     const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps, long long a_nblocks,
     const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps, long long b_nblocks,
@@ -108,7 +98,7 @@ extern "C" __global__ void bmsparse_elementwise_match(
     const u64* __restrict__ other_bitmaps = from_a ? b_bitmaps : a_bitmaps;
     const long long other_n = from_a ? b_nblocks : a_nblocks;
     const u64 key = from_a ? a_keys[i] : b_keys[i];
-    const long long r = keys_below(other_keys, other_n, key);
+    const long long r = lower_bound(other_keys, other_n, key);
     const bool hit = r < other_n && other_keys[r] == key;
     rank[t] = hit ? r : -1 - r;
     const u64 own = from_a ? a_bitmaps[i] : b_bitmaps[i];

@@ -46,6 +46,16 @@ __device__ __forceinline__ unsigned int block_row(u64 key) { return (unsigned in
 __device__ __forceinline__ unsigned int block_col(u64 key) { return (unsigned int)(key & 0xffffffffull); }
 __device__ __forceinline__ u64 make_key(u64 brow, u64 bcol) { return (brow << 32) | bcol; }
 
+// first index in sorted keys[0, n) whose value is >= x (n if none)
+__device__ __forceinline__ long long lower_bound(const u64* keys, long long n, u64 x) {
+    long long lo = 0, hi = n;
+    while (lo < hi) {
+        const long long mid = lo + ((hi - lo) >> 1);
+        if (keys[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
 // bits of row r of a block, as an 8-bit mask over columns
 __device__ __forceinline__ unsigned int row_bits(u64 bitmap, int r) {
     return (unsigned int)(bitmap >> (r << 3)) & 0xffu;

@@ -24,16 +24,6 @@
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
 
-// first index in sorted keys[0, n) whose value is >= x
-__device__ __forceinline__ long long lower_bound(const u64* keys, long long n, u64 x) {
-    long long lo = 0, hi = n;
-    while (lo < hi) {
-        const long long mid = (lo + hi) >> 1;
-        if (keys[mid] < x) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
 // first index in sorted ends[0, n) whose value is > t: the A block of task t
 __device__ __forceinline__ long long owner_of(const long long* ends, long long n, long long t) {
     long long lo = 0, hi = n;

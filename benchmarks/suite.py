@@ -16,8 +16,9 @@ GPU and small on the CPU path.
 A row per matrix: name, n, nnz, blocks, nnz per block, multiplies, nnz(C),
 our time (kernels only: BitmapMatrix in, BitmapMatrix out), the peer's time
 (cuSPARSE CSR @ CSR through cupyx; scipy on CPU-only machines), speedup,
-peak memory of both, the strategy our product took ("merge": the row merge,
-"tasks": the task list; see ``bmsparse.spgemm.rowmerge.chooses``) and
+peak memory of both, the strategy our product took ("dense": dense
+accumulators per block row, "merge": the row merge, "tasks": the task list;
+see ``bmsparse.spgemm.strategy``) and
 whether the products match. The geometric mean of
 the speedups closes the table.
 """
@@ -38,7 +39,7 @@ import numpy as np
 from common import fmt_mib, fmt_ms, fmt_num, fmt_x
 
 from bmsparse import BitmapMatrix, generators
-from bmsparse.spgemm import rowmerge
+from bmsparse.spgemm import rowdense, rowmerge, strategy
 
 DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
                    or common.REPO_ROOT.parent / "shared" / "matrices")
@@ -64,10 +65,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-structured", action="store_true",
                    help="skip the structured matrices of ESC Table 3")
     common.add_timing_args(p)
-    p.add_argument("--strategy", choices=("auto", "merge", "tasks"), default="auto",
-                   help="auto: bmsparse's own choice (default); merge: the row merge wherever "
-                   "its kernels can run (rows of at most 128 blocks); tasks: the task list "
-                   "everywhere. For A/B runs of the two; the GPU only")
+    p.add_argument("--strategy", choices=("auto", "dense", "merge", "tasks"), default="auto",
+                   help="auto: bmsparse's own choice (default); dense: dense accumulators "
+                   "everywhere; merge: the row merge wherever its kernels can run (rows of at "
+                   "most 128 blocks), else the task list; tasks: the task list everywhere. "
+                   "For A/B runs of the strategies; the GPU only")
     p.add_argument("--max-multiplies", type=float, default=None,
                    help="skip products with more multiplies (default: no limit on a GPU, "
                    f"{CPU_MAX_MULTIPLIES:,} on the CPU path)")
@@ -126,7 +128,7 @@ def run_one(name: str, source: str, load: Callable, side: common.Side, *, repeat
         big_b = big_a if square else BitmapMatrix.from_scipy(b, device=side.gpu)
         row["blocks"] = big_a.nblocks
         row["nnz_per_block"] = a.nnz / big_a.nblocks if big_a.nblocks else 0.0
-        row["path"] = "merge" if rowmerge.chooses(big_a, big_b) else "tasks"
+        row["path"] = strategy(big_a, big_b)
         got = common.ours_kernels(side, big_a, big_b, repeat=repeat, warmup=warmup, keep=True)
         c = side.to_host(got.result)
         got.result = None
@@ -155,11 +157,15 @@ def run_one(name: str, source: str, load: Callable, side: common.Side, *, repeat
     return row
 
 
-def force_strategy(strategy: str) -> None:
-    """Override ``rowmerge.chooses``'s limits for an A/B run of the two paths."""
-    if strategy == "tasks":
+def force_strategy(name: str) -> None:
+    """Override the strategies' limits (``bmsparse.spgemm.strategy``) for an A/B run."""
+    if name == "dense":
+        rowdense.MAX_COLUMNS = 1 << 62
+    elif name in ("merge", "tasks"):
+        rowdense.MAX_COLUMNS = -1
+    if name == "tasks":
         rowmerge.MAX_ROW_BLOCKS = -1
-    elif strategy == "merge":
+    elif name == "merge":
         rowmerge.MAX_MERGE_BLOCKS = 1 << 62
 
 

@@ -97,7 +97,7 @@ def registered() -> dict[str, dict[str, tuple[str, ...]]]:
     """Every registered file with its kernels (imports the stage modules)."""
     from . import _primitives, convert  # noqa: F401 - registration happens at import
     from . import elementwise, spmv, transpose  # noqa: F401
-    from .spgemm import compact, count, multiply, rowmerge, slices, tasks  # noqa: F401
+    from .spgemm import compact, count, multiply, rowdense, rowmerge, slices, tasks  # noqa: F401
 
     return dict(_REGISTRY)
 
@@ -180,7 +180,7 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
     Python ints become ``long long`` and Python floats ``double``, so every
     scalar argument has the exact C type the kernel declares. ``shared_mem``
     bytes of dynamic shared memory are given to each thread block (above
-    48 KiB the kernel's limit is raised first).
+    48 KiB with the kernel's static shared memory, its limit is raised first).
     """
     if n <= 0:
         return
@@ -208,6 +208,8 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
     grid = (n + block - 1) // block
     if launch_hook is not None:
         launch_hook(kernel.name, n, grid, block)
-    if shared_mem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < shared_mem:
+    # beyond 48 KiB in all (static shared memory included) a kernel must opt in
+    if shared_mem and shared_mem + kernel.shared_size_bytes > 48 * 1024 \
+            and kernel.max_dynamic_shared_size_bytes < shared_mem:
         kernel.max_dynamic_shared_size_bytes = shared_mem
     kernel((grid,), (block,), tuple(cast), shared_mem=shared_mem)

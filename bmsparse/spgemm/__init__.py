@@ -4,8 +4,10 @@
    group the pairs by output key (i, k) (with a mask,
    :func:`~bmsparse.spgemm.tasks.masked_tasks`: only pairs landing in it);
 2. :func:`~bmsparse.spgemm.count.count` - exact output bitmaps, offsets;
-   (1 and 2 together, for short block rows and no mask:
-   :func:`~bmsparse.spgemm.rowmerge.merge`, a merge per block row;)
+   (1 and 2 together, without a mask: :func:`~bmsparse.spgemm.rowdense.accumulate`,
+   a dense accumulator per block row, for B of few block columns, or
+   :func:`~bmsparse.spgemm.rowmerge.merge`, a merge per block row, for short
+   block rows;)
 3. :func:`~bmsparse.spgemm.multiply.multiply` - output values, in a semiring;
 4. :func:`~bmsparse.spgemm.compact.compact` - drop exact zeros.
 """
@@ -21,7 +23,7 @@ from .._format import nblocks_along
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module, matmul_mismatch, upcast
 from ..semiring import Semiring, get_semiring, plus_pair, plus_times
-from . import compact, count, multiply, rowmerge, slices, tasks
+from . import compact, count, multiply, rowdense, rowmerge, slices, tasks
 
 #: names of the timed stages, in order
 STAGES = ("tasks", "count", "multiply", "compact")
@@ -95,10 +97,12 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     by ascending inner block index, then ascending inner index), so repeated
     runs give identical bits, sliced or not, by either strategy.
 
-    Two strategies find the pairs: products whose block rows of A are short
-    (:func:`rowmerge.chooses`) take the row merge, which syncs twice (three
-    times when zeros are dropped); the others a task list, which syncs 4 to
-    6 times to size intermediate arrays.
+    Three strategies find the pairs (:func:`strategy`): products whose B has
+    few block columns take dense accumulators per block row
+    (:func:`rowdense.chooses`), others whose block rows of A are short the
+    row merge (:func:`rowmerge.chooses`); both sync twice (three times when
+    zeros are dropped). The rest build a task list, which syncs 4 to 6 times
+    to size intermediate arrays.
     """
     a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     b = b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)
@@ -128,8 +132,10 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
 
     if timings is not None:
         timings.clear()
-    if m is None and max_memory is None and output == "device" and rowmerge.chooses(a, b):
-        c = _merged(a, b, sr, dtype, drop_zeros, timings, value_bytes)
+    if m is None and max_memory is None and output == "device":
+        find = _FINDERS.get(strategy(a, b))
+        c = None if find is None else _merged(a, b, sr, dtype, drop_zeros, timings,
+                                               value_bytes, find)
         if c is not None:
             return c
     if max_memory is None and (output == "device" or xp is np):
@@ -147,6 +153,19 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     if timings is not None:
         timings["slices"] = nslices
     return c
+
+
+def strategy(a: BitmapMatrix, b: BitmapMatrix) -> str:
+    """How the pairs of an unmasked, unsliced ``a @ b`` are found: "dense"
+    (:mod:`.rowdense`), "merge" (:mod:`.rowmerge`) or "tasks" (the task list)."""
+    if rowdense.chooses(a, b):
+        return "dense"
+    if rowmerge.chooses(a, b):
+        return "merge"
+    return "tasks"
+
+
+_FINDERS = {"dense": rowdense.accumulate, "merge": rowmerge.merge}
 
 
 def _result_type(sr: Semiring, a_dtype: np.dtype, b_dtype: np.dtype,
@@ -230,14 +249,15 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
 
 
 def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
-            drop_zeros: bool, timings: dict[str, float] | None,
-            value_bytes: int) -> BitmapMatrix | None:
-    """C by the row merge (``rowmerge``) and the multiply, or None when it does
-    not fit in the free device memory: the task-list path then slices the
-    product. A failed allocation anywhere in it counts, not only the checks."""
+            drop_zeros: bool, timings: dict[str, float] | None, value_bytes: int,
+            find: Any = rowmerge.merge) -> BitmapMatrix | None:
+    """C by ``find`` (``rowmerge.merge`` or ``rowdense.accumulate``) and the
+    multiply, or None when it does not fit in the free device memory: the
+    task-list path then slices the product. A failed allocation anywhere in
+    it counts, not only the checks."""
     xp = get_array_module(a.keys, b.keys)
     try:
-        return _merged_product(xp, a, b, sr, dtype, drop_zeros, timings, value_bytes)
+        return _merged_product(xp, a, b, sr, dtype, drop_zeros, timings, value_bytes, find)
     except MemoryError:
         slices.free_pool(xp)
         return None
@@ -245,12 +265,12 @@ def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
 
 def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
                     dtype: np.dtype, drop_zeros: bool, timings: dict[str, float] | None,
-                    value_bytes: int) -> BitmapMatrix:
+                    value_bytes: int, find: Any) -> BitmapMatrix:
     clock = _StageClock(xp, timings)
-    clock.lap("tasks")  # none apart: the merge finds the pairs while counting
+    clock.lap("tasks")  # none apart: the pairs are found while counting
     budget = slices.free_memory(xp)
-    merged = rowmerge.merge(a, b, not sr.structural,
-                            lambda need: tasks.check_budget("the product", need, budget))
+    merged = find(a, b, not sr.structural,
+                  lambda need: tasks.check_budget("the product", need, budget))
     tasks.check_budget("the product", merged.nnz * value_bytes, budget)
     clock.lap("count")
     shape = (a.shape[0], b.shape[1])
@@ -371,4 +391,4 @@ class _StageClock:
 
 plan_slices = slices.plan_slices
 
-__all__ = ["STAGES", "masked_pair_sum", "plan_slices", "spgemm"]
+__all__ = ["STAGES", "masked_pair_sum", "plan_slices", "spgemm", "strategy"]

@@ -23,6 +23,7 @@ entries per block, whose task lists are several times their multiplies.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -154,20 +155,35 @@ def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     On the GPU: three launches (count, scan, blocks) and one sync.
     """
     xp = get_array_module(a.keys, b.keys)
-    nbrows = nblocks_along(a.shape[0])
     if xp is np:
         return _merge_numpy(a, b, pairs, check)
+    nbrows = nblocks_along(a.shape[0])
+    group, cursors = next(shape for shape in _SHAPES if a._longest_row() <= shape[0] * shape[1])
+    parts, span = units(nbrows, nblocks_along(b.shape[1]))
+
+    def launch(stage: str, args: tuple[Any, ...]) -> None:
+        _launch(f"bmsparse_rowmerge_{stage}_{group}_{cursors}", group * nbrows * parts, args)
+
+    return two_passes(a, b, parts, span, pairs, check, launch)
+
+
+def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,
+               launch: Callable[[str, tuple[Any, ...]], None]) -> Merged:
+    """The count pass, the scan of its sizes, one read, the blocks pass.
+
+    ``launch(stage, args)`` runs the "count" or "blocks" kernel of a strategy
+    whose kernels take the arguments of ``rowmerge.cu`` over units of
+    ``parts`` per block row of ``span`` block columns each.
+    """
     import cupy
 
-    longest = a._longest_row()
-    group, cursors = next(shape for shape in _SHAPES if longest <= shape[0] * shape[1])
-    parts, span = units(nbrows, nblocks_along(b.shape[1]))
+    nbrows = nblocks_along(a.shape[0])
     n = nbrows * parts
     ops = (a.keys, a.bitmaps, a._row_pointer(), nbrows, parts, span, b.keys, b.bitmaps,
            b._row_pointer())
     sizes = cupy.empty(3 * n, dtype=cupy.int64)
-    _launch(f"bmsparse_rowmerge_count_{group}_{cursors}", group * n, (*ops, sizes))
-    scan = exclusive_scan(xp, sizes)
+    launch("count", (*ops, sizes))
+    scan = exclusive_scan(cupy, sizes)
     # sync: the sizes of C, in one read
     totals = [int(v) for v in scan[n::n].tolist()] if n else [0, 0, 0]
     c_nblocks, nnz, npairs = totals[0], totals[1] - totals[0], totals[2] - totals[1]
@@ -181,8 +197,8 @@ def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     c_ptr = make(c_nblocks + 1, dtype=cupy.int64)
     task_a = cupy.empty(npairs, dtype=cupy.int64)
     task_b = cupy.empty(npairs, dtype=cupy.int64)
-    _launch(f"bmsparse_rowmerge_blocks_{group}_{cursors}", group * n,
-            (*ops, scan, int(pairs), c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b))
+    launch("blocks", (*ops, scan, int(pairs), c_keys, c_bitmaps, c_offsets, c_ptr, task_a,
+                      task_b))
     return Merged(c_keys, c_bitmaps, c_offsets, c_ptr, task_a if pairs else None,
                   task_b if pairs else None, nnz)
 

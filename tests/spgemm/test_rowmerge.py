@@ -9,9 +9,15 @@ import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.semiring import get_semiring
-from bmsparse.spgemm import _merged, _product, rowmerge, slices, tasks
+from bmsparse.spgemm import _merged, _product, rowdense, rowmerge, slices, tasks
 from bmsparse.spgemm.count import bool_product
 from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
+
+
+@pytest.fixture(autouse=True)
+def no_dense_accumulators(monkeypatch):
+    """spgemm takes the row merge where it can, not the dense accumulators first."""
+    monkeypatch.setattr(rowdense, "MAX_COLUMNS", -1)
 
 
 def with_row_of(nblocks: int, seed: int) -> sp.csr_array:

@@ -1,0 +1,301 @@
+// rowdense.cu - stages 1 and 2 of SpGEMM by a dense accumulator per block
+// row (Gustavson's sparse accumulator, one bitmap per output block column):
+// the exact output blocks and their useful pairs, without a task list.
+//
+// A thread block takes a unit: block row i of A and a range [k0, k0 + span)
+// of output block columns (a row is cut into `parts` such ranges when B has
+// more block columns than the accumulator holds). Its warps take the row's A
+// blocks, its lanes the blocks of B's block row j that fall in the range, so
+// every pair (A(i, j), B(j, k)) of the unit is one lane's work, whatever the
+// lengths of the rows: no chain of dependent steps, unlike the row merge.
+// Each pair ORs its Boolean product into acc[k - k0] in shared memory; the
+// non-zero entries of acc, read in column order, are C's blocks of the unit.
+//
+// - bmsparse_rowdense_count writes, per unit, its non-empty output blocks,
+//   values and useful pairs (pairs whose product is not empty). One
+//   exclusive scan of the three (one array) places every unit's output, as
+//   for the row merge (rowmerge.cu: same `sizes` and `scan` layout).
+// - bmsparse_rowdense_blocks writes C's keys, bitmaps, value offsets and
+//   pair pointers, then (with write_pairs) each block's useful pairs in
+//   ascending A block - the task order of tasks.cu, so multiply.cu sums in
+//   the same order as on the other paths. The pairs are placed in steps of
+//   one A block per warp: a step's warps mark the columns they hit in a
+//   mask, each pair's place is the column's cursor plus the marks of lower
+//   warps, then the cursors advance.
+//
+// Arguments (csr.h style):
+//   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
+//   long long a_ptr[nbrows + 1]       - A's block-row pointer
+//   long long nbrows                  - block rows of A
+//   long long parts, span             - units per block row, block columns per
+//                                       unit (span * 12 bytes of dynamic shared
+//                                       memory; span < 2^16)
+//   u64       b_keys[b_nblocks], b_bitmaps[b_nblocks] - blocks of B
+//   long long b_ptr[nbrows(B) + 1]    - B's block-row pointer
+//   long long sizes[3 * n]            - out of count (n = nbrows * parts units):
+//                                       unit u's blocks at [u], its values at
+//                                       [n + u], its useful pairs at [2 n + u]
+//   long long scan[3 * n + 1]         - exclusive scan of sizes
+//   long long write_pairs             - 0: only keys, bitmaps and offsets
+//   u64       c_keys[c_nblocks], c_bitmaps[c_nblocks] - out: blocks of C
+//   long long c_offsets[c_nblocks + 1] - out: value offsets of C's blocks
+//   long long c_ptr[c_nblocks + 1]    - out: useful pairs of block q are
+//                                       [c_ptr[q], c_ptr[q + 1])
+//   long long task_a[npairs], task_b[npairs] - out: A and B block of each pair
+// Launch: BMSPARSE_ROWDENSE_THREADS threads per thread block, any number of
+// thread blocks (each loops over the units u = blockIdx.x + s * gridDim.x).
+// Work: per unit, O(pairs + span / threads) plus, per B block row met when
+// parts > 1, two binary searches; the blocks kernel walks the pairs four times.
+// Deterministic: the accumulator is an OR; every output is written at a
+// place fixed by the scans and the per-step masks, not by timing.
+// Layout: see ../_cuda/bitmap.cuh.
+#include "../_cuda/bitmap.cuh"
+
+#ifndef BMSPARSE_ROWDENSE_THREADS
+#define BMSPARSE_ROWDENSE_THREADS 256
+#endif
+#define RD_WARPS (BMSPARSE_ROWDENSE_THREADS / 32)
+
+// the unit's accumulator (u64 acc[span]) and per-column counters (unsigned int aux[span])
+extern __shared__ u64 rd_shared[];
+
+// first position in [lo, hi) of b_keys whose block column is at least k
+__device__ __forceinline__ long long rd_first_col(const u64* __restrict__ b_keys,
+                                                  long long lo, long long hi,
+                                                  unsigned long long k) {
+    while (lo < hi) {
+        const long long mid = lo + ((hi - lo) >> 1);
+        if (block_col(b_keys[mid]) < k) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// the blocks of B's block row j in the unit's columns [k0, k1)
+__device__ __forceinline__ void rd_b_range(const u64* __restrict__ b_keys,
+                                           const long long* __restrict__ b_ptr, long long j,
+                                           bool whole_row, unsigned long long k0,
+                                           unsigned long long k1, long long& lo,
+                                           long long& hi) {
+    lo = b_ptr[j];
+    hi = b_ptr[j + 1];
+    if (!whole_row) {
+        lo = rd_first_col(b_keys, lo, hi, k0);
+        hi = rd_first_col(b_keys, lo, hi, k1);
+    }
+}
+
+// Every pair of the unit ORs its product into acc; with COUNT, each useful
+// pair also counts in aux[column]. Returns this thread's useful pairs.
+template <bool COUNT>
+__device__ __forceinline__ unsigned long long rd_accumulate(
+    long long a0, long long a1, bool whole_row, unsigned long long k0, unsigned long long k1,
+    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
+    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ b_ptr, u64* acc, unsigned int* aux)
+{
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
+    unsigned long long useful = 0;
+    for (long long a = a0 + warp; a < a1; a += RD_WARPS) {
+        const u64 a_bm = a_bitmaps[a];
+        long long lo, hi;
+        rd_b_range(b_keys, b_ptr, block_col(a_keys[a]), whole_row, k0, k1, lo, hi);
+        for (long long b = lo + lane; b < hi; b += 32) {
+            const u64 product = bool_product(a_bm, b_bitmaps[b]);
+            if (product) {
+                const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
+                atomicOr(acc + k, product);
+                if (COUNT) atomicAdd(aux + k, 1u);
+                ++useful;
+            }
+        }
+    }
+    return useful;
+}
+
+// block-wide sum of x (every thread receives it); the trailing barrier lets
+// the caller reuse shared memory
+__device__ __forceinline__ long long rd_block_sum(long long x) {
+    __shared__ long long warp_sums[RD_WARPS];
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
+    for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(0xffffffffu, x, d);
+    if (lane == 0) warp_sums[warp] = x;
+    __syncthreads();
+    long long total = 0;
+#pragma unroll
+    for (int w = 0; w < RD_WARPS; ++w) total += warp_sums[w];
+    __syncthreads();
+    return total;
+}
+
+// block-wide exclusive scan of x in thread order; `total` gets the sum
+__device__ __forceinline__ long long rd_block_scan(long long x, long long& total) {
+    __shared__ long long warp_sums[RD_WARPS];
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
+    long long inclusive = x;
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long left = __shfl_up_sync(0xffffffffu, inclusive, d);
+        if (lane >= d) inclusive += left;
+    }
+    if (lane == 31) warp_sums[warp] = inclusive;
+    __syncthreads();
+    long long before = 0;
+    total = 0;
+#pragma unroll
+    for (int w = 0; w < RD_WARPS; ++w) {
+        before += w < warp ? warp_sums[w] : 0;
+        total += warp_sums[w];
+    }
+    __syncthreads();
+    return before + inclusive - x;
+}
+
+// this thread's contiguous share [c0, c1) of the unit's `width` columns, so
+// that reading them in thread order reads them in column order
+__device__ __forceinline__ void rd_share(long long width, long long& c0, long long& c1) {
+    const long long per = (width + BMSPARSE_ROWDENSE_THREADS - 1) / BMSPARSE_ROWDENSE_THREADS;
+    c0 = min(width, per * (long long)threadIdx.x);
+    c1 = min(width, c0 + per);
+}
+
+#define RD_ARGS                                                                         \
+    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,                  \
+    const long long* __restrict__ a_ptr, long long nbrows, long long parts,             \
+    long long span, const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,  \
+    const long long* __restrict__ b_ptr
+
+// the unit's row and column range; the range is cut at B's last column by
+// the keys themselves, so k1 may pass it
+#define RD_UNIT(u)                                                                      \
+    const long long i = (u) / parts;                                                    \
+    const unsigned long long k0 = (unsigned long long)(((u) - i * parts) * span);      \
+    const unsigned long long k1 = k0 + (unsigned long long)span;                        \
+    const bool whole_row = parts == 1;                                                  \
+    const long long a0 = a_ptr[i], a1 = a_ptr[i + 1]
+
+extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS)
+bmsparse_rowdense_count(RD_ARGS, long long* __restrict__ sizes)
+{
+    u64* acc = rd_shared;
+    const long long n = nbrows * parts;
+    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) acc[c] = 0;
+    __syncthreads();
+    for (long long u = blockIdx.x; u < n; u += gridDim.x) {
+        RD_UNIT(u);
+        const long long pairs = rd_block_sum((long long)rd_accumulate<false>(
+            a0, a1, whole_row, k0, k1, a_keys, a_bitmaps, b_keys, b_bitmaps, b_ptr, acc,
+            nullptr));
+        // rd_block_sum's barriers also close the accumulation
+        // blocks in bits 0-23 and values above them: one sum (span < 2^16)
+        long long packed = 0;
+        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+            const u64 bm = acc[c];
+            packed += (bm != 0ull) | ((long long)__popcll(bm) << 24);
+            acc[c] = 0;
+        }
+        packed = rd_block_sum(packed);
+        if (threadIdx.x == 0) {
+            sizes[u] = packed & 0xffffff;
+            sizes[n + u] = packed >> 24;
+            sizes[2 * n + u] = pairs;
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS)
+bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long write_pairs,
+                         u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
+                         long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,
+                         long long* __restrict__ task_a, long long* __restrict__ task_b)
+{
+    u64* acc = rd_shared;
+    unsigned int* aux = (unsigned int*)(rd_shared + span);
+    const long long n = nbrows * parts;
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
+    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+        acc[c] = 0;
+        aux[c] = 0;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) {  // one thread closes the pointers
+        const long long c_nblocks = scan[n];
+        c_offsets[c_nblocks] = scan[2 * n] - scan[n];
+        c_ptr[c_nblocks] = scan[3 * n] - scan[2 * n];
+    }
+    __syncthreads();
+    for (long long u = blockIdx.x; u < n; u += gridDim.x) {
+        RD_UNIT(u);
+        rd_accumulate<true>(a0, a1, whole_row, k0, k1, a_keys, a_bitmaps, b_keys, b_bitmaps,
+                            b_ptr, acc, aux);
+        __syncthreads();
+        // C's blocks of the unit: the non-empty entries of acc in column order
+        long long c0, c1;
+        rd_share(span, c0, c1);
+        long long blocks = 0, values = 0, pairs = 0;
+        for (long long c = c0; c < c1; ++c) {
+            const u64 bm = acc[c];
+            blocks += bm != 0ull;
+            values += __popcll(bm);
+            pairs += aux[c];
+        }
+        long long total;
+        long long q = scan[u] + rd_block_scan(blocks, total);
+        long long v = scan[n + u] - scan[n] + rd_block_scan(values, total);
+        const long long p0 = scan[2 * n + u] - scan[2 * n];
+        long long p = rd_block_scan(pairs, total);  // from p0
+        for (long long c = c0; c < c1; ++c) {
+            const u64 bm = acc[c];
+            if (!bm) continue;
+            c_keys[q] = make_key((u64)i, k0 + (u64)c);
+            c_bitmaps[q] = bm;
+            c_offsets[q] = v;
+            c_ptr[q] = p0 + p;
+            const unsigned int np = aux[c];
+            aux[c] = (unsigned int)p;  // from here on: the column's next free pair
+            acc[c] = 0;                // and acc the mask of the warps at it
+            ++q;
+            v += __popcll(bm);
+            p += np;
+        }
+        __syncthreads();
+        // the pairs in ascending A block: one A block per warp and step
+        for (long long step = a0; write_pairs && total > 0 && step < a1; step += RD_WARPS) {
+            const long long a = step + warp;
+            const bool active = a < a1;
+            u64 a_bm = 0;
+            long long lo = 0, hi = 0;
+            if (active) {
+                a_bm = a_bitmaps[a];
+                rd_b_range(b_keys, b_ptr, block_col(a_keys[a]), whole_row, k0, k1, lo, hi);
+                for (long long b = lo + lane; b < hi; b += 32) {
+                    if (bool_product(a_bm, b_bitmaps[b]))
+                        atomicOr(acc + (block_col(b_keys[b]) - (unsigned int)k0), 1ull << warp);
+                }
+            }
+            __syncthreads();
+            const u64 lower = (1ull << warp) - 1ull;
+            for (long long b = lo + lane; b < hi; b += 32) {
+                if (bool_product(a_bm, b_bitmaps[b])) {
+                    const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
+                    const long long t = p0 + aux[k] + __popcll(acc[k] & lower);
+                    task_a[t] = a;
+                    task_b[t] = b;
+                }
+            }
+            __syncthreads();
+            // the highest warp at a column moves its cursor past the step
+            for (long long b = lo + lane; b < hi; b += 32) {
+                if (bool_product(a_bm, b_bitmaps[b])) {
+                    const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
+                    const u64 mask = acc[k];
+                    if (63 - __clzll(mask) == warp) {
+                        aux[k] += __popcll(mask);
+                        acc[k] = 0;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+        // aux back to zero for the next unit (acc is: every mask was cleared)
+        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) aux[c] = 0;
+        __syncthreads();
+    }
+}

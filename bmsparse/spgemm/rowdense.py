@@ -1,0 +1,144 @@
+"""Stages 1 and 2 of SpGEMM by a dense accumulator per block row of A.
+
+A thread block takes a block row i of A (or a range of its output block
+columns, a "unit"), and every pair (A(i, j), B(j, k)) of it is one lane's
+work: the pair ORs its Boolean product into the bitmap of column k of an
+accumulator in shared memory, one 64-bit word per output block column (the
+sparse accumulator of Gustavson's algorithm, with 8x8 blocks as its
+entries). The accumulator's non-empty words, read in column order, are C's
+blocks; only the useful pairs (a non-empty product) are written, in
+ascending A block within a block, and ``multiply`` takes them as its task
+list, as it takes the row merge's (:mod:`.rowmerge`: same :class:`Merged`
+output, same count / scan / blocks passes, one sync).
+
+Unlike the row merge, whose group of lanes walks a row's output blocks one
+after another, the work here is spread over the pairs, so hub rows of
+power-law graphs (hundreds of A blocks, long B rows, one or two entries per
+block) cost no long chain of dependent steps; and unlike the task list,
+nothing proportional to the pairs is sorted or stored. See ``rowdense.cu``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from .. import _kernels
+from .._format import nblocks_along
+from .._sputils import get_array_module
+from . import rowmerge
+from .rowmerge import Merged
+
+_KERNELS = "spgemm/rowdense.cu"
+_kernels.register(_KERNELS, {"bmsparse_rowdense_count": (), "bmsparse_rowdense_blocks": ()})
+
+#: threads per thread block (``BMSPARSE_ROWDENSE_THREADS`` of the kernels)
+THREADS = 256
+
+#: block columns one accumulator holds (12 bytes each of shared memory: the
+#: bitmap and a pair counter; at most 2^16 - 1); wider products cut each
+#: block row into units of at most this many columns
+SPAN = 8192
+
+#: this path is chosen when B has at most this many block columns, so that a
+#: block row is one unit (see :func:`chooses`). Measured on an H100
+#: (benchmarks/NOTES.md, session 6): cut into two units, p2p-Gnutella31 took
+#: 1.54 ms against 0.70 ms as one; cut into 16-31, the stencils and the
+#: WebBase surrogate took 100 times the other paths' time (every unit scans
+#: its accumulator, however few blocks its row has)
+MAX_COLUMNS = SPAN
+
+#: and when no block row of A holds more than this many blocks: one thread
+#: block takes a row and places its pairs in steps of one A block per warp,
+#: so a hub row is a long serial chain (musae_git, rows of 3,667 blocks:
+#: 12.1 ms against 8.4 ms by the task list; email-Enron, rows of 757: 5.3
+#: against 7.4)
+MAX_ROW_BLOCKS = 1024
+
+#: shared memory per unit besides the accumulator (the scans' warp sums)
+_STATIC_SHARED = 256
+
+
+def chooses(a: Any, b: Any) -> bool:
+    """True when ``a @ b`` (no mask) runs on this path.
+
+    The rule: on the GPU, when B has at most ``MAX_COLUMNS`` block columns,
+    no block row of A more than ``MAX_ROW_BLOCKS`` blocks, and neither
+    operand is hypersparse (the limits of ``rowmerge.chooses``). The first
+    call on a matrix reads its longest row (one sync); it is kept with it.
+    """
+    if get_array_module(a.keys, b.keys) is np:
+        return False
+    if nblocks_along(b.shape[1]) > MAX_COLUMNS:
+        return False
+    for m in (a, b):
+        nbrows = nblocks_along(m.shape[0])
+        if nbrows > min(rowmerge.MAX_BLOCK_ROWS,
+                        max(rowmerge.ROWS_PER_BLOCK * m.nblocks, rowmerge.UNITS)):
+            return False
+    return a._longest_row() <= MAX_ROW_BLOCKS
+
+
+def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
+    """Output blocks of ``a @ b`` and their useful pairs, by dense accumulators.
+
+    Parameters
+    ----------
+    a, b : BitmapMatrix
+        Shapes (m, k) and (k, n).
+    pairs : bool
+        Write the pairs (the multiply needs them; a structural product not).
+    check : callable, optional
+        Called with the device bytes the output needs once it is known, before
+        it is allocated; may raise (a budget check).
+
+    Returns
+    -------
+    Merged
+        The same arrays as :func:`rowmerge.merge` (and its NumPy twin, which
+        the host runs).
+
+    Notes
+    -----
+    On the GPU: three launches (count, scan, blocks) and one sync; shared
+    memory of 12 bytes per block column of a unit.
+    """
+    if get_array_module(a.keys, b.keys) is np:
+        return rowmerge._merge_numpy(a, b, pairs, check)
+    parts, span = column_units(nblocks_along(b.shape[1]))
+    nunits = nblocks_along(a.shape[0]) * parts
+    shared = 12 * span
+    grid = min(nunits, _resident_blocks(shared))
+
+    def launch(stage: str, args: tuple[Any, ...]) -> None:
+        kernel = _kernels.get_kernel(_KERNELS, f"bmsparse_rowdense_{stage}")
+        _kernels.launch(kernel, grid * THREADS, args, block=THREADS, shared_mem=shared)
+
+    return rowmerge.two_passes(a, b, parts, span, pairs, check, launch)
+
+
+def column_units(nbcols: int) -> tuple[int, int]:
+    """(parts per block row, block columns per part): as few parts as hold
+    ``nbcols`` columns in accumulators of at most ``SPAN``, evenly cut."""
+    parts = max(-(-nbcols // SPAN), 1)
+    return parts, max(-(-nbcols // parts), 1)
+
+
+@functools.cache
+def _device_limits(device: int) -> tuple[int, int]:
+    import cupy
+
+    attributes = cupy.cuda.Device(device).attributes
+    return (attributes["MultiProcessorCount"],
+            attributes["MaxSharedMemoryPerMultiprocessor"])
+
+
+def _resident_blocks(shared: int) -> int:
+    """Thread blocks of the kernels that run at once on the current device."""
+    import cupy
+
+    sms, shared_per_sm = _device_limits(cupy.cuda.runtime.getDevice())
+    per_sm = min(2048 // THREADS, shared_per_sm // (shared + _STATIC_SHARED + 1024))
+    return sms * max(per_sm, 1)

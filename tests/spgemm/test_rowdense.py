@@ -1,0 +1,154 @@
+"""The dense-accumulator strategy of spgemm (``spgemm/rowdense.py``) against
+its NumPy twin (the row merge's), scipy and the task list, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bmsparse import BitmapMatrix, spgemm
+from bmsparse.semiring import get_semiring
+from bmsparse.spgemm import _merged, _product, rowdense, rowmerge, strategy
+from tests.helpers import assert_same_csr, random_csr, scipy_product
+from tests.spgemm.test_rowmerge import brute_pairs, twin_on_host, with_row_of
+
+FIELDS = ("c_keys", "c_bitmaps", "c_offsets", "c_ptr", "task_a", "task_b")
+
+
+def assert_same_merged(got: rowmerge.Merged, want: rowmerge.Merged, pairs: bool = True) -> None:
+    for field in FIELDS[:4] + (FIELDS[4:] if pairs else ()):
+        np.testing.assert_array_equal(getattr(got, field).get(), getattr(want, field))
+    assert got.nnz == want.nnz
+    if not pairs:
+        assert got.task_a is None and got.task_b is None
+
+
+@pytest.mark.parametrize("nbcols,want", [
+    (0, (1, 1)), (1, (1, 1)), (4096, (1, 4096)), (4097, (2, 2049)), (12_000, (3, 4000))])
+def test_column_units(nbcols, want, monkeypatch):
+    monkeypatch.setattr(rowdense, "SPAN", 4096)
+    assert rowdense.column_units(nbcols) == want
+
+
+def test_host_runs_the_twin_and_never_chooses_it():
+    a_csr, b_csr = random_csr(90, 70, 0.05, seed=1), random_csr(70, 50, 0.05, seed=2)
+    a, b = BitmapMatrix(a_csr), BitmapMatrix(b_csr)
+    assert not rowdense.chooses(a, b)
+    assert strategy(a, b) == "tasks"
+    got, want = rowdense.accumulate(a, b), rowmerge.merge(a, b)
+    for field in FIELDS:
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+    owner = np.repeat(np.arange(got.c_keys.shape[0]), np.diff(got.c_ptr))
+    found = sorted(zip((got.c_keys[owner] >> np.uint64(32)).tolist(),
+                       (got.c_keys[owner] & np.uint64(0xFFFFFFFF)).tolist(),
+                       got.task_a.tolist(), got.task_b.tolist()))
+    assert found == brute_pairs(a, b)
+
+
+# --- on the GPU --------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nblocks", [1, 7, 8, 9, 16, 17, 33, 130, 600, 1024])
+def test_row_lengths_around_the_warps(nblocks):
+    """A block row of 1 to 600 A blocks: one to 75 steps of 8 warps placing
+    pairs; the kernels give the twin's arrays, and C is scipy's."""
+    a_csr = with_row_of(nblocks, seed=nblocks)
+    b_csr = random_csr(a_csr.shape[1], 70, 0.05, seed=nblocks + 1)
+    a, b = BitmapMatrix(a_csr).to_device(), BitmapMatrix(b_csr).to_device()
+    assert strategy(a, b) == "dense"
+    assert_same_merged(rowdense.accumulate(a, b), twin_on_host(a, b))
+    assert_same_csr(spgemm(a, b).to_scipy(), scipy_product(a_csr, b_csr))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("span", [1, 3, 64, 4096])  # 1 and 3: many units per row
+@pytest.mark.parametrize("seed", range(6))
+def test_random_products_match_the_twin(seed, span, monkeypatch):
+    monkeypatch.setattr(rowdense, "SPAN", span)
+    rng = np.random.default_rng(seed)
+    m, k, n = (int(v) for v in rng.integers(1, 400, 3))
+    a_csr = random_csr(m, k, float(rng.uniform(0.002, 0.1)), seed=seed)
+    b_csr = random_csr(k, n, float(rng.uniform(0.002, 0.1)), seed=seed + 50)
+    a, b = BitmapMatrix(a_csr).to_device(), BitmapMatrix(b_csr).to_device()
+    pairs = bool(seed % 2)
+    assert_same_merged(rowdense.accumulate(a, b, pairs), twin_on_host(a, b, pairs), pairs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("span", [2, 4096])
+def test_long_b_rows_and_a_hub_column(span, monkeypatch):
+    """B rows of hundreds of blocks (many lanes' turns) and an A column that
+    every row meets: many pairs per output block, from many warps at once."""
+    monkeypatch.setattr(rowdense, "SPAN", span)
+    rng = np.random.default_rng(3)
+    n = 2000
+    rows = np.concatenate([rng.integers(0, n, 30_000), np.full(n // 4, 3)])  # a hub row
+    cols = np.concatenate([np.where(rng.random(30_000) < 0.2, 5, rng.integers(0, n, 30_000)),
+                           4 * np.arange(n // 4)])
+    a_csr = sp.csr_array((rng.uniform(-1, 1, rows.shape[0]), (rows, cols)), shape=(n, n))
+    a_csr.sum_duplicates()
+    a = BitmapMatrix(a_csr).to_device()
+    assert a._longest_row() > rowmerge.MAX_ROW_BLOCKS
+    assert_same_merged(rowdense.accumulate(a, a), twin_on_host(a, a))
+    assert_same_csr(spgemm(a, a).to_scipy(), scipy_product(a_csr, a_csr))
+
+
+@pytest.mark.gpu
+def test_pairs_with_empty_products_leave_no_block():
+    a_csr = sp.csr_array((np.ones(4), ([0, 3, 9, 17], [0, 8, 16, 0])), shape=(24, 24))
+    b_csr = sp.csr_array((np.ones(3), ([1, 9, 17], [5, 13, 2])), shape=(24, 24))
+    a, b = (BitmapMatrix(m).to_device() for m in (a_csr, b_csr))
+    assert strategy(a, b) == "dense"
+    c = spgemm(a, b)
+    assert c.nblocks == 0 and c.nnz == 0
+    c.check_format(full_check=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(0, 16), (16, 0), (0, 0)])
+def test_empty_shapes(shape):
+    a = BitmapMatrix(sp.csr_array(shape)).to_device()
+    b = BitmapMatrix(sp.csr_array((shape[1], 9))).to_device()
+    c = spgemm(a, b)
+    assert c.shape == (shape[0], 9) and c.nnz == 0
+    assert c.to_scipy().shape == (shape[0], 9)
+
+
+@pytest.mark.gpu
+def test_b_without_columns():
+    a = BitmapMatrix(random_csr(30, 20, 0.2, seed=4)).to_device()
+    b = BitmapMatrix(sp.csr_array((20, 0))).to_device()
+    c = rowdense.accumulate(a, b)
+    assert c.c_keys.shape == (0,) and c.nnz == 0 and c.c_ptr.get().tolist() == [0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["plus_times", "min_plus", "plus_pair", "lor_land"])
+def test_semirings_identical_to_the_task_list(name):
+    a = BitmapMatrix(random_csr(120, 90, 0.06, seed=8)).to_device()
+    b = BitmapMatrix(random_csr(90, 110, 0.06, seed=9)).to_device()
+    sr = get_semiring(name)
+    dtype = np.dtype(bool if sr.structural else np.int64 if name == "plus_pair"
+                     else np.float64)
+    if sr.reads_values:
+        a, b = a.astype(dtype), b.astype(dtype)
+    got = _merged(a, b, sr, dtype, False, None, 0, rowdense.accumulate)
+    want = _product(a, b, sr, dtype, None, False, False, None)
+    for field in ("keys", "bitmaps", "offsets"):
+        np.testing.assert_array_equal(getattr(got, field).get(), getattr(want, field).get())
+    if got.values is not None:
+        np.testing.assert_array_equal(got.values.get(), want.values.get())  # identical bits
+
+
+@pytest.mark.gpu
+def test_wide_b_or_long_rows_take_another_path(monkeypatch):
+    a = BitmapMatrix(random_csr(64, 64, 0.1, seed=7)).to_device()
+    assert strategy(a, a) == "dense"
+    monkeypatch.setattr(rowdense, "MAX_COLUMNS", 7)
+    assert strategy(a, a) == "merge"
+    monkeypatch.setattr(rowdense, "MAX_COLUMNS", 8)
+    assert strategy(a, a) == "dense"
+    monkeypatch.setattr(rowdense, "MAX_ROW_BLOCKS", a._longest_row() - 1)
+    assert strategy(a, a) == "merge"

@@ -21,7 +21,7 @@
 //   the same order as on the other paths. The pairs are placed in steps of
 //   one A block per warp: a step's warps mark the columns they hit in a
 //   mask, each pair's place is the column's cursor plus the marks of lower
-//   warps, then the cursors advance.
+//   warps, then each pair advances the cursor by one and clears its mark.
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
@@ -281,15 +281,13 @@ bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long 
                 }
             }
             __syncthreads();
-            // the highest warp at a column moves its cursor past the step
+            // every warp at a column moves its cursor one place and takes its
+            // mark back: atomics alone, no warp reads what another writes
             for (long long b = lo + lane; b < hi; b += 32) {
                 if (bool_product(a_bm, b_bitmaps[b])) {
                     const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
-                    const u64 mask = acc[k];
-                    if (63 - __clzll(mask) == warp) {
-                        aux[k] += __popcll(mask);
-                        acc[k] = 0;
-                    }
+                    atomicAdd(aux + k, 1u);
+                    atomicAnd(acc + k, ~(1ull << warp));
                 }
             }
             __syncthreads();

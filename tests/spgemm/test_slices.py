@@ -9,7 +9,7 @@ import pytest
 
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.semiring import plus_times
-from bmsparse.spgemm import rowmerge, slices
+from bmsparse.spgemm import rowdense, rowmerge, slices
 from bmsparse.spgemm import tasks as tasks_mod
 from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
 from tests.spgemm.test_spgemm import power_law
@@ -21,8 +21,10 @@ spgemm_mod = importlib.import_module("bmsparse.spgemm")
 @pytest.fixture(autouse=True)
 def task_list_path(monkeypatch):
     """Slicing is the task-list path's: products here never take the row merge
-    (its own fallback to this path is tested in test_rowmerge.py)."""
+    or the dense accumulators (their own fallback to this path is tested in
+    test_rowmerge.py)."""
     monkeypatch.setattr(rowmerge, "MAX_ROW_BLOCKS", -1)
+    monkeypatch.setattr(rowdense, "MAX_COLUMNS", -1)
 
 
 def same_bits(xp, got: BitmapMatrix, want: BitmapMatrix) -> None:

@@ -59,18 +59,8 @@
 // the unit's accumulator (u64 acc[span]) and per-column counters (unsigned int aux[span])
 extern __shared__ u64 rd_shared[];
 
-// first position in [lo, hi) of b_keys whose block column is at least k
-__device__ __forceinline__ long long rd_first_col(const u64* __restrict__ b_keys,
-                                                  long long lo, long long hi,
-                                                  unsigned long long k) {
-    while (lo < hi) {
-        const long long mid = lo + ((hi - lo) >> 1);
-        if (block_col(b_keys[mid]) < k) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
-// the blocks of B's block row j in the unit's columns [k0, k1)
+// the blocks of B's block row j in the unit's columns [k0, k1) (k1 may
+// reach 2^32: the bound key is then row j + 1's first, past the row)
 __device__ __forceinline__ void rd_b_range(const u64* __restrict__ b_keys,
                                            const long long* __restrict__ b_ptr, long long j,
                                            bool whole_row, unsigned long long k0,
@@ -79,8 +69,9 @@ __device__ __forceinline__ void rd_b_range(const u64* __restrict__ b_keys,
     lo = b_ptr[j];
     hi = b_ptr[j + 1];
     if (!whole_row) {
-        lo = rd_first_col(b_keys, lo, hi, k0);
-        hi = rd_first_col(b_keys, lo, hi, k1);
+        const u64 row = make_key((u64)j, 0);
+        lo += lower_bound(b_keys + lo, hi - lo, row + k0);
+        hi = lo + lower_bound(b_keys + lo, hi - lo, row + k1);
     }
 }
 

@@ -69,36 +69,15 @@ def chooses(a: Any, b: Any) -> bool:
     operand is hypersparse (the limits of ``rowmerge.chooses``). The first
     call on a matrix reads its longest row (one sync); it is kept with it.
     """
-    if get_array_module(a.keys, b.keys) is np:
-        return False
-    if nblocks_along(b.shape[1]) > MAX_COLUMNS:
-        return False
-    for m in (a, b):
-        nbrows = nblocks_along(m.shape[0])
-        if nbrows > min(rowmerge.MAX_BLOCK_ROWS,
-                        max(rowmerge.ROWS_PER_BLOCK * m.nblocks, rowmerge.UNITS)):
-            return False
-    return a._longest_row() <= MAX_ROW_BLOCKS
+    return (nblocks_along(b.shape[1]) <= MAX_COLUMNS and rowmerge.per_row_arrays_fit(a, b)
+            and a._longest_row() <= MAX_ROW_BLOCKS)
 
 
 def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     """Output blocks of ``a @ b`` and their useful pairs, by dense accumulators.
 
-    Parameters
-    ----------
-    a, b : BitmapMatrix
-        Shapes (m, k) and (k, n).
-    pairs : bool
-        Write the pairs (the multiply needs them; a structural product not).
-    check : callable, optional
-        Called with the device bytes the output needs once it is known, before
-        it is allocated; may raise (a budget check).
-
-    Returns
-    -------
-    Merged
-        The same arrays as :func:`rowmerge.merge` (and its NumPy twin, which
-        the host runs).
+    Takes and returns what :func:`rowmerge.merge` does: the same arrays, so
+    the host runs the merge's NumPy twin.
 
     Notes
     -----

@@ -93,13 +93,8 @@ def chooses(a: Any, b: Any) -> bool:
     (``ROWS_PER_BLOCK``). The first call on a matrix reads its longest row
     (one sync); it is kept with it.
     """
-    xp = get_array_module(a.keys, b.keys)
-    if xp is np:
+    if not per_row_arrays_fit(a, b):
         return False
-    for m in (a, b):
-        nbrows = nblocks_along(m.shape[0])
-        if nbrows > min(MAX_BLOCK_ROWS, max(ROWS_PER_BLOCK * m.nblocks, UNITS)):
-            return False
     if nblocks_along(b.shape[1]) > _NO_COLUMN or b.nblocks >= 1 << 31:  # 32-bit positions
         return False
     longest = a._longest_row()
@@ -165,6 +160,17 @@ def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
         _launch(f"bmsparse_rowmerge_{stage}_{group}_{cursors}", group * nbrows * parts, args)
 
     return two_passes(a, b, parts, span, pairs, check, launch)
+
+
+def per_row_arrays_fit(a: Any, b: Any) -> bool:
+    """True on the GPU when A and B have at most ``MAX_BLOCK_ROWS`` block rows
+    and not many more than blocks (``ROWS_PER_BLOCK``): the condition of both
+    per-block-row strategies (this one and :mod:`.rowdense`)."""
+    if get_array_module(a.keys, b.keys) is np:
+        return False
+    return all(nblocks_along(m.shape[0]) <= min(MAX_BLOCK_ROWS,
+                                                max(ROWS_PER_BLOCK * m.nblocks, UNITS))
+               for m in (a, b))
 
 
 def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,

@@ -8,8 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix, spgemm
-from bmsparse.semiring import get_semiring
-from bmsparse.spgemm import _merged, _product, rowdense, rowmerge, strategy
+from bmsparse.spgemm import rowdense, rowmerge, strategy
 from tests.helpers import assert_same_csr, random_csr, scipy_product
 from tests.spgemm.test_rowmerge import brute_pairs, twin_on_host, with_row_of
 
@@ -96,50 +95,11 @@ def test_long_b_rows_and_a_hub_column(span, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_pairs_with_empty_products_leave_no_block():
-    a_csr = sp.csr_array((np.ones(4), ([0, 3, 9, 17], [0, 8, 16, 0])), shape=(24, 24))
-    b_csr = sp.csr_array((np.ones(3), ([1, 9, 17], [5, 13, 2])), shape=(24, 24))
-    a, b = (BitmapMatrix(m).to_device() for m in (a_csr, b_csr))
-    assert strategy(a, b) == "dense"
-    c = spgemm(a, b)
-    assert c.nblocks == 0 and c.nnz == 0
-    c.check_format(full_check=True)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(0, 16), (16, 0), (0, 0)])
-def test_empty_shapes(shape):
-    a = BitmapMatrix(sp.csr_array(shape)).to_device()
-    b = BitmapMatrix(sp.csr_array((shape[1], 9))).to_device()
-    c = spgemm(a, b)
-    assert c.shape == (shape[0], 9) and c.nnz == 0
-    assert c.to_scipy().shape == (shape[0], 9)
-
-
-@pytest.mark.gpu
 def test_b_without_columns():
     a = BitmapMatrix(random_csr(30, 20, 0.2, seed=4)).to_device()
     b = BitmapMatrix(sp.csr_array((20, 0))).to_device()
     c = rowdense.accumulate(a, b)
     assert c.c_keys.shape == (0,) and c.nnz == 0 and c.c_ptr.get().tolist() == [0]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", ["plus_times", "min_plus", "plus_pair", "lor_land"])
-def test_semirings_identical_to_the_task_list(name):
-    a = BitmapMatrix(random_csr(120, 90, 0.06, seed=8)).to_device()
-    b = BitmapMatrix(random_csr(90, 110, 0.06, seed=9)).to_device()
-    sr = get_semiring(name)
-    dtype = np.dtype(bool if sr.structural else np.int64 if name == "plus_pair"
-                     else np.float64)
-    if sr.reads_values:
-        a, b = a.astype(dtype), b.astype(dtype)
-    got = _merged(a, b, sr, dtype, False, None, 0, rowdense.accumulate)
-    want = _product(a, b, sr, dtype, None, False, False, None)
-    for field in ("keys", "bitmaps", "offsets"):
-        np.testing.assert_array_equal(getattr(got, field).get(), getattr(want, field).get())
-    if got.values is not None:
-        np.testing.assert_array_equal(got.values.get(), want.values.get())  # identical bits
 
 
 @pytest.mark.gpu

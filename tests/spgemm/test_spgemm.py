@@ -8,6 +8,7 @@ import scipy.sparse as sp
 
 import bmsparse
 from bmsparse import BitmapMatrix, spgemm
+from bmsparse.spgemm import strategy
 from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
 
 # every test here runs through both strategies (see conftest.py)
@@ -112,12 +113,26 @@ def test_structured(name, a, xp):
     assert_same_csr(run(a, a, xp), scipy_product(a, a))
 
 
-@pytest.mark.parametrize("m,k,n", [(0, 0, 0), (0, 5, 3), (4, 0, 6), (5, 3, 0), (9, 9, 9)])
+@pytest.mark.parametrize("m,k,n", [(0, 0, 0), (0, 5, 3), (4, 0, 6), (5, 3, 0), (9, 9, 9),
+                                   (0, 16, 9), (16, 0, 9), (0, 0, 9)])
 def test_empty_operands(m, k, n, xp):
     a = sp.csr_array((m, k))
     b = random_csr(k, n, 0.5, seed=1) if k and n else sp.csr_array((k, n))
     got = run(a, b, xp)
-    assert got.shape == (m, n) and got.nnz == 0
+    assert got.shape == (m, n) and got.nnz == 0  # run's result is C.to_scipy()
+
+
+def test_pairs_with_empty_products_leave_no_block(xp, spgemm_path):
+    # A's blocks use only column 0 of each block, B's only row 1: every pair
+    # meets, no product has a bit
+    a_csr = sp.csr_array((np.ones(4), ([0, 3, 9, 17], [0, 8, 16, 0])), shape=(24, 24))
+    b_csr = sp.csr_array((np.ones(3), ([1, 9, 17], [5, 13, 2])), shape=(24, 24))
+    a, b = (to_device(BitmapMatrix(m), xp) for m in (a_csr, b_csr))
+    if xp is not np:
+        assert strategy(a, b) == spgemm_path
+    c = spgemm(a, b)
+    assert c.nblocks == 0 and c.nnz == 0
+    c.check_format(full_check=True)
 
 
 def test_all_zero_result_from_cancellation(xp):

@@ -1,6 +1,6 @@
 // _primitives.cu - primitives CuPy lacks or makes slow.
 //
-// bmsparse_scan_inclusive: an inclusive scan of int64 in one launch, for
+// bmsparse_scan: an inclusive or exclusive scan of int64 in one launch, for
 // any length. CuPy's cumsum takes several launches (about 45 us of host time
 // for 20,000 elements on an H200), and a scan by one thread block walking
 // tile after tile took 30-46 us for 40,000 elements: one memory latency per
@@ -13,12 +13,20 @@
 // launch order, so a tile only waits for tiles that are already running.
 //   long long in[n]                   - values
 //   long long n
-//   long long out[n]                  - out: inclusive scan (may alias in: a
-//                                       tile reads its own elements only,
-//                                       before writing them)
+//   long long out[n + shift]          - out: the scan; with shift 0 inclusive
+//                                       (may alias in: a tile reads its own
+//                                       elements only, before writing them),
+//                                       with shift 1 exclusive (out[0] = 0)
 //   long long state[1 + 3 * ntiles]   - zeroed: the ticket, then per tile its
 //                                       flag, its sum, its inclusive prefix
 //   long long ntiles                  - ceil(n / BMSPARSE_SCAN_TILE)
+//   long long shift                   - 0 or 1
+//   long long report[n / every]       - out, when every > 0: report[k - 1] =
+//                                       the sum of in[0, k * every), so the
+//                                       host learns a few totals without
+//                                       reading `out` (it may be page-locked
+//                                       host memory: see _readback.py)
+//   long long every
 // Launch: ntiles blocks of BMSPARSE_SCAN_THREADS threads.
 // Work: O(n), one read and one write of each element. Deterministic
 // (integers: the association order does not change the sums).
@@ -58,8 +66,8 @@ __device__ __forceinline__ long long scan_look_back(long long tile, long long nt
 }
 
 extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS)
-bmsparse_scan_inclusive(const long long* in, long long n, long long* out, long long* state,
-                        long long ntiles)
+bmsparse_scan(const long long* in, long long n, long long* out, long long* state,
+              long long ntiles, long long shift, long long* report, long long every)
 {
     __shared__ long long items[BMSPARSE_SCAN_TILE];
     __shared__ long long warp_sums[BMSPARSE_SCAN_THREADS / 32];
@@ -117,16 +125,25 @@ bmsparse_scan_inclusive(const long long* in, long long n, long long* out, long l
     }
     __syncthreads();
     long long running = tile_prefix + before + x - sum;
+    // this thread's elements are [first, first + ITEMS): one division finds
+    // the first of them that ends a reported range
+    const long long first = base + threadIdx.x * BMSPARSE_SCAN_ITEMS;
+    long long reported = every > 0 ? (first / every + 1) * every - 1 : -1;
 #pragma unroll
     for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
         running += v[k];
         items[threadIdx.x * BMSPARSE_SCAN_ITEMS + k] = running;
+        if (first + k == reported && reported < n) {
+            report[reported / every] = running;
+            reported += every;
+        }
     }
+    if (shift && tile == 0 && threadIdx.x == 0) out[0] = 0;
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
         const long long i = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
-        if (i < n) out[i] = items[k * BMSPARSE_SCAN_THREADS + threadIdx.x];
+        if (i < n) out[i + shift] = items[k * BMSPARSE_SCAN_THREADS + threadIdx.x];
     }
 }
 

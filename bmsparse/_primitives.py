@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _kernels
+from . import _kernels, _readback
 from ._sputils import get_array_module
 
 _KERNELS = "_primitives.cu"
-_kernels.register(_KERNELS, {"bmsparse_scan_inclusive": (),
+_kernels.register(_KERNELS, {"bmsparse_scan": (),
                              "bmsparse_sort_segment_chunks": ()})
 
 #: elements per thread block of the scan (``_primitives.cu``)
@@ -27,17 +27,23 @@ def cumsum(xp: Any, a: Any) -> Any:
     return out
 
 
-def _scan_into(a: Any, out: Any) -> None:
-    """``out[:] = cumsum(a)`` for int64 device arrays (``out`` may be ``a``)."""
+def _scan_into(a: Any, out: Any, shift: int = 0, report: int | None = None,
+               every: int = 0) -> None:
+    """``out[shift:] = cumsum(a)`` for int64 device arrays, ``out[0] = 0`` with
+    shift 1 (with shift 0 ``out`` may be ``a``); with ``every``, the sums of
+    ``a[:every]``, ``a[:2 * every]``, ... are also written at ``report``."""
     import cupy
 
     n = a.shape[0]
     if n == 0:
+        if shift:
+            out[:1] = 0
         return
     ntiles = -(-n // _SCAN_TILE)
     state = cupy.zeros(1 + 3 * ntiles, dtype=cupy.int64)  # a ticket, per tile 3 words
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_scan_inclusive")
-    _kernels.launch(kernel, ntiles * _SCAN_THREADS, (a, n, out, state, ntiles),
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_scan")
+    _kernels.launch(kernel, ntiles * _SCAN_THREADS,
+                    (a, n, out, state, ntiles, shift, report or 0, every if report else 0),
                     block=_SCAN_THREADS)
 
 
@@ -50,12 +56,34 @@ def stable_argsort(xp: Any, a: Any) -> Any:
 
 def exclusive_scan(xp: Any, counts: Any) -> Any:
     """Offsets, int64 [n + 1]: ``[0, counts[0], counts[0] + counts[1], ...]``."""
-    out = xp.zeros(counts.shape[0] + 1, dtype=xp.int64)
     if xp is np or counts.dtype != np.int64:
+        out = xp.zeros(counts.shape[0] + 1, dtype=xp.int64)
         xp.cumsum(counts, out=out[1:])
     else:
-        _scan_into(counts, out[1:])
+        out = xp.empty(counts.shape[0] + 1, dtype=xp.int64)
+        _scan_into(counts, out, shift=1)
     return out
+
+
+def scan_totals(xp: Any, counts: Any, every: int) -> tuple[Any, list[int]]:
+    """:func:`exclusive_scan` and, read to the host, its values at ``every``,
+    ``2 * every``, ... (up to ``counts.shape[0]``): the sizes the caller
+    allocates next.
+
+    Syncs once; on the GPU the scan writes those values straight to host
+    memory (``_readback.host_words``), so the sync costs no copy.
+    """
+    n = counts.shape[0]
+    ntotals = n // every if every > 0 else 0
+    if xp is np or counts.dtype != np.int64 or n == 0:
+        out = exclusive_scan(xp, counts)
+        return out, [int(v) for v in out[every::every][:ntotals].tolist()] if ntotals else []
+    out = xp.empty(n + 1, dtype=xp.int64)
+    report = _readback.host_words(ntotals)
+    _scan_into(counts, out, shift=1, report=report, every=every)
+    if report is None:
+        return out, _readback.read_ints(*((out, k * every) for k in range(1, ntotals + 1)))
+    return out, _readback.take_words(ntotals)
 
 
 #: codes per chunk of the segment sort (a thread block holds up to twice

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _kernels, _primitives
+from . import _kernels, _primitives, _readback
 from ._format import (BLOCK, BLOCK_MASK, BLOCK_SHIFT, KEY_SHIFT, bit_of, nblocks_along,
                       pack_keys, set_bits)
 from ._primitives import cumsum, exclusive_scan, sort_segments, stable_argsort
@@ -169,11 +169,9 @@ def _place_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
         indptr, indices, null if values is None else values, nnz, shape[0], shape[1], errors,
         null if values is None else out_values, keys, bits, heads))
     block_rank = cumsum(xp, heads)
-    tail = xp.zeros(2, dtype=xp.int64)
-    tail[1] = errors[0]
-    if nnz:
-        tail[0] = block_rank[-1]
-    nblocks, error = (int(v) for v in tail.tolist())  # sync: block count and errors
+    # sync: block count and errors
+    nblocks, error = _readback.read_ints((block_rank, -1), (errors, 0)) if nnz else \
+        (0, _readback.read_ints((errors, 0))[0])
     if error == _NOT_CANONICAL:
         return None
     if error:
@@ -369,11 +367,14 @@ def _to_blocks(xp: Any, entries: tuple[Any, ...], values: Any,
     entry_rank = cumsum(xp, entry_heads)
     block_rank = cumsum(xp, block_heads)
     n = keys.shape[0]
-    tail = xp.zeros(3, dtype=xp.int64)
-    tail[2] = errors[0]
-    if n:
-        tail[0], tail[1] = entry_rank[-1], block_rank[-1]
-    nentries, nblocks, error = (int(v) for v in tail.tolist())  # sync: sizes and errors
+    if xp is np:
+        nentries, nblocks = (int(entry_rank[-1]), int(block_rank[-1])) if n else (0, 0)
+        error = int(errors[0])
+    elif n:  # sync: sizes and errors
+        nentries, nblocks, error = _readback.read_ints((entry_rank, -1), (block_rank, -1),
+                                                       (errors, 0))
+    else:
+        nentries, nblocks, error = 0, 0, _readback.read_ints((errors, 0))[0]
     if error:
         raise ValueError(explain())
     if values is not None:

@@ -51,3 +51,29 @@ def test_scan_in_place(n):
     x = cupy.asarray(values)
     _primitives._scan_into(x, x)
     np.testing.assert_array_equal(x.get(), np.cumsum(values))
+
+
+@pytest.mark.parametrize("device", [False, pytest.param(True, marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("n, every", [(0, 1), (1, 1), (7, 3), (3 * 2049, 2049),
+                                      (3 * 40_000, 40_000), (100_003, 7), (5, 6)])
+def test_scan_totals_reports_every_prefix(device, n, every):
+    xp = __import__("cupy") if device else np
+    values = np.random.default_rng(n + every).integers(0, 1 << 30, n).astype(np.int64)
+    want = np.concatenate([[0], np.cumsum(values)])
+    scan, totals = _primitives.scan_totals(xp, xp.asarray(values), every)
+    np.testing.assert_array_equal(scan.get() if device else scan, want)
+    assert totals == want[every::every][:n // every].tolist()
+
+
+@pytest.mark.gpu
+def test_scan_totals_without_mapped_host_memory(monkeypatch):
+    """Where kernels cannot write host memory the totals are copied back."""
+    import cupy
+
+    from bmsparse import _readback
+
+    monkeypatch.setattr(_readback, "host_words", lambda nwords: None)
+    values = np.arange(1, 10, dtype=np.int64)
+    scan, totals = _primitives.scan_totals(cupy, cupy.asarray(values), 3)
+    assert totals == [6, 21, 45]
+    np.testing.assert_array_equal(scan.get(), np.concatenate([[0], np.cumsum(values)]))

@@ -56,6 +56,13 @@ __device__ __forceinline__ long long lower_bound(const u64* keys, long long n, u
     return lo;
 }
 
+// warp_block[w] = q for every warp w whose first value (32 w) is one of
+// output block q's values [v, v + count): where multiply.cu's warps start
+__device__ __forceinline__ void mark_warp_starts(long long* warp_block, long long q,
+                                                 long long v, long long count) {
+    for (long long w = (v + 31) >> 5; (w << 5) < v + count; ++w) warp_block[w] = q;
+}
+
 // bits of row r of a block, as an 8-bit mask over columns
 __device__ __forceinline__ unsigned int row_bits(u64 bitmap, int r) {
     return (unsigned int)(bitmap >> (r << 3)) & 0xffu;

@@ -281,8 +281,8 @@ def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
     else:
         c_values, zeros = multiply.multiply(
             a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, merged.task_a,
-            merged.task_b, merged.c_ptr[:-1], merged.c_ptr[1:], merged.c_bitmaps,
-            merged.c_offsets, merged.nnz, sr, dtype)
+            merged.task_b, merged.c_ptr, None, merged.c_bitmaps, merged.c_offsets,
+            merged.nnz, sr, dtype, merged.warp_block)
         clock.lap("multiply")
         arrays = (merged.c_keys, merged.c_bitmaps, merged.c_offsets, c_values)
         if drop_zeros:

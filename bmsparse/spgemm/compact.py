@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _kernels
+from .. import _kernels, _readback
 from .._format import set_bits
 from .._primitives import cumsum, exclusive_scan
 from .._sputils import get_array_module
@@ -66,12 +66,13 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> tuple[Any, Any, Any, 
 def _sizes(xp: Any, counts: Counts) -> tuple[int, int, Any]:
     """nnz, the number of non-empty blocks, and their inclusive rank (None when
     the scan is packed: it holds them)."""
-    total = int(counts.scan[-1])  # sync: the number of values and of non-empty blocks
+    total = _readback.read_last(counts.scan)  # sync: the number of values and of non-empty blocks
     if counts.shift:
         return total >> counts.shift, total & ((1 << counts.shift) - 1), None
     rank = cumsum(xp, _nonempty(xp, counts.bitmaps))
     n = counts.bitmaps.shape[0]
-    return total, int(rank[-1]) if n else 0, rank  # sync: only past pack_shift's limit
+    return total, _readback.read_last(rank) if n else 0, rank  # sync: only past pack_shift's limit
+
 
 
 def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
@@ -103,7 +104,7 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     the kept values and blocks come from one scan, as in the count stage.
     """
     xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
-    if not (zeros if isinstance(zeros, int) else int(zeros[0])):  # sync: most drop nothing
+    if not (zeros if isinstance(zeros, int) else _readback.read_last(zeros)):  # sync: most drop nothing
         return c_keys, c_bitmaps, c_offsets, c_values
     shift = pack_shift(c_keys.shape[0])
     if c_nonzero is None:

@@ -17,8 +17,7 @@
 // holding its first value (so a warp starts from one load, not a search).
 //   long long c_offsets[c_nblocks + 1] - value offsets of the output blocks
 //   long long c_nblocks
-//   long long warp_block[nwarps]       - out: block of value 32 * w
-//   long long nwarps                   - ceil(c_nnz / 32)
+//   long long warp_block[ceil(c_nnz / 32)] - out: block of value 32 * w
 // Launch: one thread per output block.
 //
 // bmsparse_multiply_values (csr.h style):
@@ -27,11 +26,14 @@
 //   T         a_values[a_nnz]        - values of A (not read when !S::reads_values)
 //   u64       b_bitmaps[b_nblocks], long long b_offsets[b_nblocks+1], T b_values[b_nnz] - B
 //   long long task_a[ntasks], task_b[ntasks] - pairs, grouped by output block
-//   long long c_first[c_nblocks], c_last[c_nblocks] - tasks of output block q:
-//                                      [c_first[q], c_last[q])
+//   long long c_first[c_nblocks], c_last[c_nblocks + last_shift] - tasks of
+//                                      output block q: [c_first[q], c_last[q + last_shift])
+//   long long last_shift               - 0, or 1 when both are the same pointer
+//                                      array (c_ptr[c_nblocks + 1] of a merge)
 //   u64       c_bitmaps[c_nblocks]   - exact output bitmaps (count stage), none empty
 //   long long c_offsets[c_nblocks + 1], c_nblocks - strictly increasing offsets
-//   long long warp_block[nwarps]     - from bmsparse_multiply_warp_blocks
+//   long long warp_block[nwarps]     - from bmsparse_multiply_warp_blocks (or the
+//                                      merges' blocks kernels, which write it too)
 //   long long c_nnz                  - number of output values
 //   T         c_values[c_nnz]        - out: values of C
 //   unsigned long long zero_values[1] - out: incremented by the number of values
@@ -45,14 +47,11 @@
 
 extern "C" __global__ void bmsparse_multiply_warp_blocks(
     const long long* __restrict__ c_offsets, long long c_nblocks,
-    long long* __restrict__ warp_block, long long nwarps)
+    long long* __restrict__ warp_block)
 {
     const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
-    // the warps whose first value lies in block q
-    for (long long w = (c_offsets[q] + 31) >> 5; w < nwarps && (w << 5) < c_offsets[q + 1]; ++w) {
-        warp_block[w] = q;
-    }
+    mark_warp_starts(warp_block, q, c_offsets[q], c_offsets[q + 1] - c_offsets[q]);
 }
 
 template <typename T, typename S>
@@ -63,8 +62,9 @@ __global__ void bmsparse_multiply_values(
     const T* __restrict__ b_values,
     const long long* __restrict__ task_a, const long long* __restrict__ task_b,
     const long long* __restrict__ c_first, const long long* __restrict__ c_last,
-    const u64* __restrict__ c_bitmaps, const long long* __restrict__ c_offsets,
-    long long c_nblocks, const long long* __restrict__ warp_block, long long c_nnz,
+    long long last_shift, const u64* __restrict__ c_bitmaps,
+    const long long* __restrict__ c_offsets, long long c_nblocks,
+    const long long* __restrict__ warp_block, long long c_nnz,
     T* __restrict__ c_values, unsigned long long* __restrict__ zero_values)
 {
     const long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -92,7 +92,7 @@ __global__ void bmsparse_multiply_values(
     const int bit = nth_set_bit(c_bm, (int)(v - first_value));
     const int r = bit >> 3, c = bit & 7;
     T acc = S::template identity<T>();
-    const long long p1 = c_last[q];
+    const long long p1 = c_last[q + last_shift];
     for (long long p = c_first[q]; p < p1; ++p) {
         const long long ia = task_a[p], ib = task_b[p];
         const u64 a_bm = a_bitmaps[ia], b_bm = b_bitmaps[ib];

@@ -27,7 +27,7 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
              b_bitmaps: Any, b_offsets: Any, b_values: Any,
              task_a: Any, task_b: Any, c_first: Any, c_last: Any,
              c_bitmaps: Any, c_offsets: Any, nnz: int, semiring: Semiring = plus_times,
-             dtype: Any = None) -> tuple[Any, Any, Any]:
+             dtype: Any = None, warp_block: Any = None) -> tuple[Any, Any]:
     """Values of the output blocks, and how many are exactly zero.
 
     Parameters
@@ -37,7 +37,9 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
         The values may be None for a semiring that does not read them.
     task_a, task_b : int64 [ntasks]
     c_first, c_last : int64 [c_nblocks]
-        Task run ``[c_first[q], c_last[q])`` of output block q.
+        Task run ``[c_first[q], c_last[q])`` of output block q. With
+        ``c_last`` None, ``c_first`` is a pointer array (int64 [c_nblocks + 1],
+        the runs follow each other): run ``[c_first[q], c_first[q + 1])``.
     c_bitmaps : uint64 [c_nblocks]
         None empty (``compact.drop_empty`` has run): the GPU kernel finds a
         value's block from strictly increasing offsets.
@@ -48,6 +50,10 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
         Any but the structural ones (whose C has no values).
     dtype : dtype, optional
         T, when the semiring does not read values; else ``a_values.dtype``.
+    warp_block : int64 [ceil(nnz / 32)], optional
+        On the GPU, the output block holding each value ``32 * w``, when the
+        caller wrote it already (the merges' blocks kernels do); else one
+        more launch computes it.
 
     Returns
     -------
@@ -64,31 +70,35 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     if not semiring.reads_values:
         a_values = b_values = xp.empty(0, dtype=dtype)
     if xp is np:
+        if c_last is None:
+            c_first, c_last = c_first[:-1], c_first[1:]
         return _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
                                b_values, task_a, task_b, c_first, c_last, c_bitmaps,
                                c_offsets, nnz, semiring)
     return _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
                           task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz,
-                          semiring)
+                          semiring, warp_block)
 
 
 def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                   task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, semiring):
+                   task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, semiring,
+                   warp_block):
     import cupy
 
     c_nblocks = c_bitmaps.shape[0]
-    nwarps = -(-nnz // _WARP)
-    warp_block = cupy.empty(nwarps, dtype=cupy.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_warp_blocks")
-    _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block, nwarps))
+    if warp_block is None:
+        warp_block = cupy.empty(-(-nnz // _WARP), dtype=cupy.int64)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_warp_blocks")
+        _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block))
     c_values = cupy.empty(nnz, dtype=a_values.dtype)
     zero_values = cupy.zeros(1, dtype=cupy.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype,
                                  S=semiring.functor)
+    last_shift = 1 if c_last is None else 0
     _kernels.launch(kernel, nnz, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
-        c_first, c_last, c_bitmaps, c_offsets, c_nblocks, warp_block, nnz, c_values,
-        zero_values))
+        c_first, c_first if c_last is None else c_last, last_shift, c_bitmaps, c_offsets,
+        c_nblocks, warp_block, nnz, c_values, zero_values))
     return c_values, zero_values
 
 

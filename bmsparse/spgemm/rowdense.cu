@@ -42,6 +42,7 @@
 //   long long c_ptr[c_nblocks + 1]    - out: useful pairs of block q are
 //                                       [c_ptr[q], c_ptr[q + 1])
 //   long long task_a[npairs], task_b[npairs] - out: A and B block of each pair
+//   long long warp_block[ceil(nnz / 32)] - out (with write_pairs): as rowmerge.cu
 // Launch: BMSPARSE_ROWDENSE_THREADS threads per thread block, any number of
 // thread blocks (each loops over the units u = blockIdx.x + s * gridDim.x).
 // Work: per unit, O(pairs + span / threads) plus, per B block row met when
@@ -196,7 +197,8 @@ extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS)
 bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long write_pairs,
                          u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
                          long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,
-                         long long* __restrict__ task_a, long long* __restrict__ task_b)
+                         long long* __restrict__ task_a, long long* __restrict__ task_b,
+                         long long* __restrict__ warp_block)
 {
     u64* acc = rd_shared;
     unsigned int* aux = (unsigned int*)(rd_shared + span);
@@ -239,6 +241,7 @@ bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long 
             c_bitmaps[q] = bm;
             c_offsets[q] = v;
             c_ptr[q] = p0 + p;
+            if (write_pairs) mark_warp_starts(warp_block, q, v, __popcll(bm));
             const unsigned int np = aux[c];
             aux[c] = (unsigned int)p;  // from here on: the column's next free pair
             acc[c] = 0;                // and acc the mask of the warps at it

@@ -45,6 +45,9 @@
 //   long long c_ptr[c_nblocks + 1]    - out: useful pairs of block q are
 //                                       [c_ptr[q], c_ptr[q + 1])
 //   long long task_a[npairs], task_b[npairs] - out: A and B block of each pair
+//   long long warp_block[ceil(nnz / 32)] - out (with write_pairs): where each
+//                                       warp of multiply.cu starts (see
+//                                       mark_warp_starts), saving it a launch
 // Launch: G threads per unit (n * G threads), 1-D grid, blocks of a multiple
 // of 32. Work: per unit, O(STEPS log) searches and O(output blocks * STEPS)
 // group steps.
@@ -236,7 +239,8 @@ __device__ __forceinline__ void rm_blocks(
     const long long* __restrict__ b_ptr, const long long* __restrict__ scan,
     long long write_pairs, u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
     long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,
-    long long* __restrict__ task_a, long long* __restrict__ task_b)
+    long long* __restrict__ task_a, long long* __restrict__ task_b,
+    long long* __restrict__ warp_block)
 {
     RowUnit unit;
     if (!rm_unit<G>(nbrows, parts, span, unit)) return;
@@ -266,6 +270,7 @@ __device__ __forceinline__ void rm_blocks(
                 c_bitmaps[q] = bm;
                 c_offsets[q] = v;
                 c_ptr[q] = p;
+                if (write_pairs) mark_warp_starts(warp_block, q, v, __popcll(bm));
             }
             // the useful pairs in ascending A block: s, then lane
 #pragma unroll
@@ -301,7 +306,8 @@ __device__ __forceinline__ void rm_blocks(
     const long long* __restrict__ b_ptr, const long long* __restrict__ scan,            \
     long long write_pairs, u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,       \
     long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,                   \
-    long long* __restrict__ task_a, long long* __restrict__ task_b
+    long long* __restrict__ task_a, long long* __restrict__ task_b,                    \
+    long long* __restrict__ warp_block
 
 #define RM_KERNELS(G, STEPS)                                                            \
     extern "C" __global__ void bmsparse_rowmerge_count_##G##_##STEPS(RM_COUNT_ARGS) {     \
@@ -311,7 +317,7 @@ __device__ __forceinline__ void rm_blocks(
     extern "C" __global__ void bmsparse_rowmerge_blocks_##G##_##STEPS(RM_BLOCKS_ARGS) {   \
         rm_blocks<G, STEPS>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys,        \
                             b_bitmaps, b_ptr, scan, write_pairs, c_keys, c_bitmaps,       \
-                            c_offsets, c_ptr, task_a, task_b);                            \
+                            c_offsets, c_ptr, task_a, task_b, warp_block);                \
     }
 
 RM_KERNELS(8, 1)

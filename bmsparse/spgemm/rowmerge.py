@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import _kernels
 from .._format import COL_MASK, KEY_SHIFT, nblocks_along, popcount
-from .._primitives import exclusive_scan
+from .._primitives import exclusive_scan, scan_totals
 from .._sputils import get_array_module
 
 _KERNELS = "spgemm/rowmerge.cu"
@@ -113,6 +113,8 @@ class Merged(NamedTuple):
         product is not empty, in ascending A block within a block (None when
         not asked for)
     nnz : int
+    warp_block : int64 [ceil(nnz / 32)] - on the GPU with the pairs, the block
+        holding each value ``32 * w`` (``multiply``'s ``warp_block``); else None
     """
 
     c_keys: Any
@@ -122,6 +124,7 @@ class Merged(NamedTuple):
     task_a: Any
     task_b: Any
     nnz: int
+    warp_block: Any = None
 
 
 def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
@@ -189,10 +192,9 @@ def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,
            b._row_pointer())
     sizes = cupy.empty(3 * n, dtype=cupy.int64)
     launch("count", (*ops, sizes))
-    scan = exclusive_scan(cupy, sizes)
-    # sync: the sizes of C, in one read
-    totals = [int(v) for v in scan[n::n].tolist()] if n else [0, 0, 0]
-    c_nblocks, nnz, npairs = totals[0], totals[1] - totals[0], totals[2] - totals[1]
+    scan, totals = scan_totals(cupy, sizes, n)  # sync: the sizes of C, in one read
+    c_nblocks, nnz, npairs = (totals[0], totals[1] - totals[0], totals[2] - totals[1]) \
+        if n else (0, 0, 0)
     npairs = npairs if pairs else 0
     if check is not None:
         check(c_nblocks * _BLOCK_BYTES + npairs * _PAIR_BYTES)
@@ -203,10 +205,12 @@ def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,
     c_ptr = make(c_nblocks + 1, dtype=cupy.int64)
     task_a = cupy.empty(npairs, dtype=cupy.int64)
     task_b = cupy.empty(npairs, dtype=cupy.int64)
+    warp_block = cupy.empty(-(-nnz // 32) if pairs else 0, dtype=cupy.int64)
     launch("blocks", (*ops, scan, int(pairs), c_keys, c_bitmaps, c_offsets, c_ptr, task_a,
-                      task_b))
-    return Merged(c_keys, c_bitmaps, c_offsets, c_ptr, task_a if pairs else None,
-                  task_b if pairs else None, nnz)
+                      task_b, warp_block))
+    if not pairs:
+        return Merged(c_keys, c_bitmaps, c_offsets, c_ptr, None, None, nnz)
+    return Merged(c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b, nnz, warp_block)
 
 
 def units(nbrows: int, nbcols: int) -> tuple[int, int]:

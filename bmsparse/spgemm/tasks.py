@@ -32,7 +32,7 @@ from typing import Any, Callable, NamedTuple, Union
 
 import numpy as np
 
-from .. import _kernels
+from .. import _kernels, _readback
 from .._format import COL_MASK, KEY_SHIFT
 from .. import _primitives
 from .._primitives import cumsum, sort_segments, stable_argsort
@@ -206,7 +206,7 @@ def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any, max_bytes: Budget = None
     else:
         counts = masked_counts(m_keys, a_keys, bt_keys, a_range, b_range)
         ends = cumsum(xp, counts)
-    ntasks = int(ends[-1]) if ends.shape[0] else 0  # sync: size of the task list
+    ntasks = _readback.read_last(ends) if ends.shape[0] else 0  # sync: size of the task list
     check_budget(f"the masked task list of {ntasks:,} tasks", ntasks * BYTES_PER_TASK,
                  max_bytes)
     if xp is not np:
@@ -319,7 +319,8 @@ def _grouped(xp: Any, task_a: Any, task_b: Any, sorted_codes: Any, heads: Any,
              col_bits: int, task_bits: int) -> TaskList:
     """The task list, from sorted tasks and the starts of their output blocks."""
     run_rank = cumsum(xp, heads)
-    c_nblocks = int(run_rank[-1]) if heads.shape[0] else 0  # sync: number of output blocks
+    # sync: number of output blocks
+    c_nblocks = _readback.read_last(run_rank) if heads.shape[0] else 0
     c_ptr, c_keys = run_heads(sorted_codes, heads, run_rank, c_nblocks, col_bits, task_bits)
     return TaskList(task_a, task_b, c_keys, c_ptr)
 
@@ -348,7 +349,8 @@ def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any) -> RowStats:
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
     _kernels.launch(kernel, n, (a_keys, n, ends, counts, _primitives.SORT_CHUNK, RANK_MAX_RUNS,
                                 row_a0, row_a1, row_first, stats))
-    ntasks, max_span, long_tasks, heavy = (int(v) for v in stats.tolist())  # sync: one read
+    # sync: one read
+    ntasks, max_span, long_tasks, heavy = _readback.read_head(stats, 4)
     return RowStats(ntasks, row_a0, row_a1, row_first, max_span, long_tasks, heavy)
 
 

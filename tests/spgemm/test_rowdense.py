@@ -10,17 +10,8 @@ import scipy.sparse as sp
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.spgemm import rowdense, rowmerge, strategy
 from tests.helpers import assert_same_csr, random_csr, scipy_product
-from tests.spgemm.test_rowmerge import brute_pairs, twin_on_host, with_row_of
-
-FIELDS = ("c_keys", "c_bitmaps", "c_offsets", "c_ptr", "task_a", "task_b")
-
-
-def assert_same_merged(got: rowmerge.Merged, want: rowmerge.Merged, pairs: bool = True) -> None:
-    for field in FIELDS[:4] + (FIELDS[4:] if pairs else ()):
-        np.testing.assert_array_equal(getattr(got, field).get(), getattr(want, field))
-    assert got.nnz == want.nnz
-    if not pairs:
-        assert got.task_a is None and got.task_b is None
+from tests.spgemm.test_rowmerge import (FIELDS, assert_same_merged, brute_pairs,
+                                        twin_on_host, with_row_of)
 
 
 @pytest.mark.parametrize("nbcols,want", [

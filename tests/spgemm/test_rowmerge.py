@@ -49,6 +49,23 @@ def twin_on_host(a: BitmapMatrix, b: BitmapMatrix, pairs: bool = True) -> rowmer
     return rowmerge.merge(a.get() if a.on_device else a, b.get() if b.on_device else b, pairs)
 
 
+FIELDS = ("c_keys", "c_bitmaps", "c_offsets", "c_ptr", "task_a", "task_b")
+
+
+def assert_same_merged(got: rowmerge.Merged, want: rowmerge.Merged, pairs: bool = True) -> None:
+    """A GPU result equals the twin's, and its warp starts are multiply's."""
+    for field in FIELDS[:4] + (FIELDS[4:] if pairs else ()):
+        np.testing.assert_array_equal(getattr(got, field).get(), getattr(want, field))
+    assert got.nnz == want.nnz
+    if not pairs:
+        assert got.task_a is None and got.task_b is None and got.warp_block is None
+        return
+    # value 32 w lies in block q: offsets[q] <= 32 w < offsets[q + 1]
+    starts = np.arange(0, want.nnz, 32)
+    want_warps = np.searchsorted(want.c_offsets, starts, side="right") - 1
+    np.testing.assert_array_equal(got.warp_block.get(), want_warps)
+
+
 def test_twin_pairs_blocks_and_sizes():
     a_csr, b_csr = random_csr(90, 70, 0.05, seed=1), random_csr(70, 50, 0.05, seed=2)
     a, b = BitmapMatrix(a_csr), BitmapMatrix(b_csr)
@@ -131,10 +148,7 @@ def test_row_lengths_around_the_lanes(nblocks):
     b = BitmapMatrix(b_csr).to_device()
     assert a._longest_row() == nblocks
     assert rowmerge.chooses(a, b)
-    got, want = rowmerge.merge(a, b), twin_on_host(a, b)
-    for field in ("c_keys", "c_bitmaps", "c_offsets", "c_ptr", "task_a", "task_b"):
-        np.testing.assert_array_equal(getattr(got, field).get(), getattr(want, field))
-    assert got.nnz == want.nnz
+    assert_same_merged(rowmerge.merge(a, b), twin_on_host(a, b))
     assert_same_csr(spgemm(a, b).to_scipy(), scipy_product(a_csr, b_csr))
 
 
@@ -151,11 +165,7 @@ def test_random_products_match_the_twin(seed, units, monkeypatch):
     if not rowmerge.chooses(a, b):
         pytest.skip("a block row longer than the merge takes")
     pairs = bool(seed % 2)
-    got, want = rowmerge.merge(a, b, pairs), twin_on_host(a, b, pairs)
-    for field in ("c_keys", "c_bitmaps", "c_offsets", "c_ptr") + (
-            ("task_a", "task_b") if pairs else ()):
-        np.testing.assert_array_equal(getattr(got, field).get(), getattr(want, field))
-    assert got.task_a is None if not pairs else got.task_a.shape == want.task_a.shape
+    assert_same_merged(rowmerge.merge(a, b, pairs), twin_on_host(a, b, pairs), pairs)
 
 
 @pytest.mark.gpu

@@ -18,10 +18,12 @@
 // - bmsparse_rowdense_blocks writes C's keys, bitmaps, value offsets and
 //   pair pointers, then (with write_pairs) each block's useful pairs in
 //   ascending A block - the task order of tasks.cu, so multiply.cu sums in
-//   the same order as on the other paths. The pairs are placed in steps of
-//   one A block per warp: a step's warps mark the columns they hit in a
-//   mask, each pair's place is the column's cursor plus the marks of lower
-//   warps, then each pair advances the cursor by one and clears its mark.
+//   the same order as on the other paths. Every pair first takes a free
+//   place in its column's range by an atomic cursor (any order), then moves
+//   to its rank among that column's pairs, counted by comparing it with
+//   each of them: two walks over the pairs and three barriers per unit, not
+//   a step per A block (session 6's kernel: 3-5x the count kernel on the
+//   power-law graphs).
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
@@ -46,9 +48,11 @@
 // Launch: BMSPARSE_ROWDENSE_THREADS threads per thread block, any number of
 // thread blocks (each loops over the units u = blockIdx.x + s * gridDim.x).
 // Work: per unit, O(pairs + span / threads) plus, per B block row met when
-// parts > 1, two binary searches; the blocks kernel walks the pairs four times.
-// Deterministic: the accumulator is an OR; every output is written at a
-// place fixed by the scans and the per-step masks, not by timing.
+// parts > 1, two binary searches; the blocks kernel walks the pairs twice and
+// compares each pair with those of its column (O(sum of squares) over the
+// columns, mostly 1-3 pairs each).
+// Deterministic: the accumulator is an OR; every output ends at a place
+// fixed by the scans and the ranks, not by timing.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
 
@@ -59,6 +63,12 @@
 
 // the unit's accumulator (u64 acc[span]) and per-column counters (unsigned int aux[span])
 extern __shared__ u64 rd_shared[];
+
+// a pair being placed, packed in one word: its A block less the row's first
+// (rows of fewer than 2^23 blocks) above its B block (B of fewer than 2^40),
+// so that packed pairs of one column compare as their A blocks do
+#define RD_PAIR_SHIFT 40
+#define RD_PAIR_B ((1ull << RD_PAIR_SHIFT) - 1ull)
 
 // the blocks of B's block row j in the unit's columns [k0, k1) (k1 may
 // reach 2^32: the bound key is then row j + 1's first, past the row)
@@ -244,50 +254,51 @@ bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long 
             if (write_pairs) mark_warp_starts(warp_block, q, v, __popcll(bm));
             const unsigned int np = aux[c];
             aux[c] = (unsigned int)p;  // from here on: the column's next free pair
-            acc[c] = 0;                // and acc the mask of the warps at it
+            acc[c] = (u64)p;           // and its first
             ++q;
             v += __popcll(bm);
             p += np;
         }
         __syncthreads();
-        // the pairs in ascending A block: one A block per warp and step
-        for (long long step = a0; write_pairs && total > 0 && step < a1; step += RD_WARPS) {
-            const long long a = step + warp;
-            const bool active = a < a1;
-            u64 a_bm = 0;
-            long long lo = 0, hi = 0;
-            if (active) {
-                a_bm = a_bitmaps[a];
+        if (write_pairs && total > 0) {
+            // every useful pair takes a free place of its column, in any order,
+            // as (A block - a0) << RD_PAIR_SHIFT | B block ...
+            for (long long a = a0 + warp; a < a1; a += RD_WARPS) {
+                const u64 a_bm = a_bitmaps[a];
+                long long lo, hi;
                 rd_b_range(b_keys, b_ptr, block_col(a_keys[a]), whole_row, k0, k1, lo, hi);
                 for (long long b = lo + lane; b < hi; b += 32) {
-                    if (bool_product(a_bm, b_bitmaps[b]))
-                        atomicOr(acc + (block_col(b_keys[b]) - (unsigned int)k0), 1ull << warp);
+                    if (bool_product(a_bm, b_bitmaps[b])) {
+                        const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
+                        const long long t = p0 + atomicAdd(aux + k, 1u);
+                        task_b[t] = (long long)(((u64)(a - a0) << RD_PAIR_SHIFT) | (u64)b);
+                    }
                 }
             }
             __syncthreads();
-            const u64 lower = (1ull << warp) - 1ull;
-            for (long long b = lo + lane; b < hi; b += 32) {
-                if (bool_product(a_bm, b_bitmaps[b])) {
-                    const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
-                    const long long t = p0 + aux[k] + __popcll(acc[k] & lower);
-                    task_a[t] = a;
-                    task_b[t] = b;
-                }
+            // ... then goes to its rank in ascending A block among its column's
+            // pairs (one A block meets a column once: the ranks are distinct)
+            for (long long t = p0 + threadIdx.x; t < p0 + total; t += BMSPARSE_ROWDENSE_THREADS) {
+                const u64 pair = (u64)task_b[t];
+                const unsigned int k =
+                    block_col(b_keys[pair & RD_PAIR_B]) - (unsigned int)k0;
+                const long long s0 = p0 + (long long)acc[k], s1 = p0 + aux[k];
+                long long rank = 0;
+                for (long long s = s0; s < s1; ++s) rank += (u64)task_b[s] < pair;
+                task_a[s0 + rank] = (long long)pair;
             }
             __syncthreads();
-            // every warp at a column moves its cursor one place and takes its
-            // mark back: atomics alone, no warp reads what another writes
-            for (long long b = lo + lane; b < hi; b += 32) {
-                if (bool_product(a_bm, b_bitmaps[b])) {
-                    const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
-                    atomicAdd(aux + k, 1u);
-                    atomicAnd(acc + k, ~(1ull << warp));
-                }
+            for (long long t = p0 + threadIdx.x; t < p0 + total; t += BMSPARSE_ROWDENSE_THREADS) {
+                const u64 pair = (u64)task_a[t];
+                task_a[t] = a0 + (long long)(pair >> RD_PAIR_SHIFT);
+                task_b[t] = (long long)(pair & RD_PAIR_B);
             }
-            __syncthreads();
         }
-        // aux back to zero for the next unit (acc is: every mask was cleared)
-        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) aux[c] = 0;
+        // acc and aux back to zero for the next unit
+        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+            acc[c] = 0;
+            aux[c] = 0;
+        }
         __syncthreads();
     }
 }

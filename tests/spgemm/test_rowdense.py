@@ -42,8 +42,8 @@ def test_host_runs_the_twin_and_never_chooses_it():
 @pytest.mark.gpu
 @pytest.mark.parametrize("nblocks", [1, 7, 8, 9, 16, 17, 33, 130, 600, 1024])
 def test_row_lengths_around_the_warps(nblocks):
-    """A block row of 1 to 600 A blocks: one to 75 steps of 8 warps placing
-    pairs; the kernels give the twin's arrays, and C is scipy's."""
+    """A block row of 1 to 1,024 A blocks, one per warp up to 128 per warp:
+    the kernels give the twin's arrays, and C is scipy's."""
     a_csr = with_row_of(nblocks, seed=nblocks)
     b_csr = random_csr(a_csr.shape[1], 70, 0.05, seed=nblocks + 1)
     a, b = BitmapMatrix(a_csr).to_device(), BitmapMatrix(b_csr).to_device()
@@ -83,6 +83,26 @@ def test_long_b_rows_and_a_hub_column(span, monkeypatch):
     assert a._longest_row() > rowmerge.MAX_ROW_BLOCKS
     assert_same_merged(rowdense.accumulate(a, a), twin_on_host(a, a))
     assert_same_csr(spgemm(a, a).to_scipy(), scipy_product(a_csr, a_csr))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nblocks", [33, 1024])
+def test_one_column_met_by_every_block_of_a_row(nblocks):
+    """Every A block of the long row pairs with B's block column 0: one output
+    block of ``nblocks`` pairs, ranked among each other, beside short ones."""
+    a_csr = with_row_of(nblocks, seed=nblocks + 7)
+    k = a_csr.shape[1]
+    rng = np.random.default_rng(nblocks)
+    rows = np.concatenate([np.arange(k), rng.integers(0, k, 3 * k)])
+    cols = np.concatenate([np.arange(k) % 8, rng.integers(8, 200, 3 * k)])
+    b_csr = sp.csr_array((rng.uniform(-1, 1, rows.shape[0]), (rows, cols)), shape=(k, 200))
+    b_csr.sum_duplicates()
+    a, b = BitmapMatrix(a_csr).to_device(), BitmapMatrix(b_csr).to_device()
+    assert strategy(a, b) == "dense"
+    got = rowdense.accumulate(a, b)
+    assert np.diff(got.c_ptr.get()).max() >= nblocks
+    assert_same_merged(got, twin_on_host(a, b))
+    assert_same_csr(spgemm(a, b).to_scipy(), scipy_product(a_csr, b_csr))
 
 
 @pytest.mark.gpu

@@ -21,9 +21,11 @@
 //   the same order as on the other paths. Every pair first takes a free
 //   place in its column's range by an atomic cursor (any order), then moves
 //   to its rank among that column's pairs, counted by comparing it with
-//   each of them: two walks over the pairs and three barriers per unit, not
-//   a step per A block (session 6's kernel: 3-5x the count kernel on the
-//   power-law graphs).
+//   each of them (at most MAX_ROW_BLOCKS of rowdense.py): two walks over
+//   the pairs and three barriers per unit. Session 6's kernel placed them
+//   in steps of one A block per warp (3-5x the count kernel on the
+//   power-law graphs); steps of 64 A blocks by 64-bit masks were 1.0-1.4x
+//   slower than the ranks on every corpus matrix (H100, session 7).
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
@@ -49,8 +51,8 @@
 // thread blocks (each loops over the units u = blockIdx.x + s * gridDim.x).
 // Work: per unit, O(pairs + span / threads) plus, per B block row met when
 // parts > 1, two binary searches; the blocks kernel walks the pairs twice and
-// compares each pair with those of its column (O(sum of squares) over the
-// columns, mostly 1-3 pairs each).
+// compares each pair with those of its column (the sum of the squares of the
+// columns' pairs).
 // Deterministic: the accumulator is an OR; every output ends at a place
 // fixed by the scans and the ranks, not by timing.
 // Layout: see ../_cuda/bitmap.cuh.
@@ -60,6 +62,10 @@
 #define BMSPARSE_ROWDENSE_THREADS 256
 #endif
 #define RD_WARPS (BMSPARSE_ROWDENSE_THREADS / 32)
+// thread blocks per SM the kernels are compiled for: at 256 threads and no
+// minimum, ptxas held the blocks kernel to 64 registers and spilled; 3 gives
+// it 80 (shared memory holds 2 to 8 blocks per SM, by the unit's span)
+#define RD_MIN_BLOCKS 3
 
 // the unit's accumulator (u64 acc[span]) and per-column counters (unsigned int aux[span])
 extern __shared__ u64 rd_shared[];
@@ -86,33 +92,32 @@ __device__ __forceinline__ void rd_b_range(const u64* __restrict__ b_keys,
     }
 }
 
-// Every pair of the unit ORs its product into acc; with COUNT, each useful
-// pair also counts in aux[column]. Returns this thread's useful pairs.
-template <bool COUNT>
-__device__ __forceinline__ unsigned long long rd_accumulate(
-    long long a0, long long a1, bool whole_row, unsigned long long k0, unsigned long long k1,
-    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
+// f(a, b, k, product) for every useful pair (A block a, B block b) of the
+// unit with A blocks [a_begin, a_end), k its column in the unit and product
+// its Boolean product: warps take A blocks, lanes the B blocks each meets
+template <typename F>
+__device__ __forceinline__ void rd_for_useful_pairs(
+    long long a_begin, long long a_end, bool whole_row, unsigned long long k0,
+    unsigned long long k1, const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
     const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
-    const long long* __restrict__ b_ptr, u64* acc, unsigned int* aux)
+    const long long* __restrict__ b_ptr, F f)
 {
     const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
-    unsigned long long useful = 0;
-    for (long long a = a0 + warp; a < a1; a += RD_WARPS) {
+    for (long long a = a_begin + warp; a < a_end; a += RD_WARPS) {
         const u64 a_bm = a_bitmaps[a];
         long long lo, hi;
         rd_b_range(b_keys, b_ptr, block_col(a_keys[a]), whole_row, k0, k1, lo, hi);
         for (long long b = lo + lane; b < hi; b += 32) {
             const u64 product = bool_product(a_bm, b_bitmaps[b]);
-            if (product) {
-                const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
-                atomicOr(acc + k, product);
-                if (COUNT) atomicAdd(aux + k, 1u);
-                ++useful;
-            }
+            if (product) f(a, b, block_col(b_keys[b]) - (unsigned int)k0, product);
         }
     }
-    return useful;
 }
+
+// rd_for_useful_pairs over the unit's A blocks, with the kernels' arguments
+#define RD_FOR_USEFUL_PAIRS(f)                                                          \
+    rd_for_useful_pairs(a0, a1, whole_row, k0, k1, a_keys, a_bitmaps, b_keys, b_bitmaps, \
+                        b_ptr, f)
 
 // block-wide sum of x (every thread receives it); the trailing barrier lets
 // the caller reuse shared memory
@@ -174,7 +179,7 @@ __device__ __forceinline__ void rd_share(long long width, long long& c0, long lo
     const bool whole_row = parts == 1;                                                  \
     const long long a0 = a_ptr[i], a1 = a_ptr[i + 1]
 
-extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS)
+extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS)
 bmsparse_rowdense_count(RD_ARGS, long long* __restrict__ sizes)
 {
     u64* acc = rd_shared;
@@ -183,9 +188,12 @@ bmsparse_rowdense_count(RD_ARGS, long long* __restrict__ sizes)
     __syncthreads();
     for (long long u = blockIdx.x; u < n; u += gridDim.x) {
         RD_UNIT(u);
-        const long long pairs = rd_block_sum((long long)rd_accumulate<false>(
-            a0, a1, whole_row, k0, k1, a_keys, a_bitmaps, b_keys, b_bitmaps, b_ptr, acc,
-            nullptr));
+        long long useful = 0;
+        RD_FOR_USEFUL_PAIRS([&](long long, long long, unsigned int k, u64 product) {
+            atomicOr(acc + k, product);
+            ++useful;
+        });
+        const long long pairs = rd_block_sum(useful);
         // rd_block_sum's barriers also close the accumulation
         // blocks in bits 0-23 and values above them: one sum (span < 2^16)
         long long packed = 0;
@@ -203,7 +211,7 @@ bmsparse_rowdense_count(RD_ARGS, long long* __restrict__ sizes)
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS)
+extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS)
 bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long write_pairs,
                          u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
                          long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,
@@ -213,7 +221,6 @@ bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long 
     u64* acc = rd_shared;
     unsigned int* aux = (unsigned int*)(rd_shared + span);
     const long long n = nbrows * parts;
-    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
     for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
         acc[c] = 0;
         aux[c] = 0;
@@ -226,8 +233,10 @@ bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long 
     __syncthreads();
     for (long long u = blockIdx.x; u < n; u += gridDim.x) {
         RD_UNIT(u);
-        rd_accumulate<true>(a0, a1, whole_row, k0, k1, a_keys, a_bitmaps, b_keys, b_bitmaps,
-                            b_ptr, acc, aux);
+        RD_FOR_USEFUL_PAIRS([&](long long, long long, unsigned int k, u64 product) {
+            atomicOr(acc + k, product);
+            atomicAdd(aux + k, 1u);
+        });
         __syncthreads();
         // C's blocks of the unit: the non-empty entries of acc in column order
         long long c0, c1;
@@ -261,20 +270,12 @@ bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long 
         }
         __syncthreads();
         if (write_pairs && total > 0) {
-            // every useful pair takes a free place of its column, in any order,
-            // as (A block - a0) << RD_PAIR_SHIFT | B block ...
-            for (long long a = a0 + warp; a < a1; a += RD_WARPS) {
-                const u64 a_bm = a_bitmaps[a];
-                long long lo, hi;
-                rd_b_range(b_keys, b_ptr, block_col(a_keys[a]), whole_row, k0, k1, lo, hi);
-                for (long long b = lo + lane; b < hi; b += 32) {
-                    if (bool_product(a_bm, b_bitmaps[b])) {
-                        const unsigned int k = block_col(b_keys[b]) - (unsigned int)k0;
-                        const long long t = p0 + atomicAdd(aux + k, 1u);
-                        task_b[t] = (long long)(((u64)(a - a0) << RD_PAIR_SHIFT) | (u64)b);
-                    }
-                }
-            }
+            // every useful pair takes a free place of its column in any order,
+            // as (A block - a0) << RD_PAIR_SHIFT | B block, ...
+            RD_FOR_USEFUL_PAIRS([&](long long a, long long b, unsigned int k, u64) {
+                task_b[p0 + atomicAdd(aux + k, 1u)] =
+                    (long long)(((u64)(a - a0) << RD_PAIR_SHIFT) | (u64)b);
+            });
             __syncthreads();
             // ... then goes to its rank in ascending A block among its column's
             // pairs (one A block meets a column once: the ranks are distinct)

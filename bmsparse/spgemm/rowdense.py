@@ -51,10 +51,11 @@ SPAN = 8192
 MAX_COLUMNS = SPAN
 
 #: and when no block row of A holds more than this many blocks: one thread
-#: block takes a row and places its pairs in steps of one A block per warp,
-#: so a hub row is a long serial chain (musae_git, rows of 3,667 blocks:
-#: 12.1 ms against 8.4 ms by the task list; email-Enron, rows of 757: 5.3
-#: against 7.4)
+#: block takes a row, so a hub row is a long chain for one SM (musae_git,
+#: rows of 3,667 blocks: 10.5 ms against 8.3 ms by the task list with the
+#: pairs placed by rank, 12.1 against 8.4 in steps; email-Enron, rows of
+#: 757: 5.0 against 7.2). The ranks also compare up to this many pairs of
+#: one output block with each other
 MAX_ROW_BLOCKS = 1024
 
 #: shared memory per unit besides the accumulator (the scans' warp sums)
@@ -86,13 +87,17 @@ def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     """
     if get_array_module(a.keys, b.keys) is np:
         return rowmerge._merge_numpy(a, b, pairs, check)
+    import cupy
+
     parts, span = column_units(nblocks_along(b.shape[1]))
     nunits = nblocks_along(a.shape[0]) * parts
     shared = 12 * span
-    grid = min(nunits, _resident_blocks(shared))
+    device = cupy.cuda.runtime.getDevice()
 
     def launch(stage: str, args: tuple[Any, ...]) -> None:
-        kernel = _kernels.get_kernel(_KERNELS, f"bmsparse_rowdense_{stage}")
+        name = f"bmsparse_rowdense_{stage}"
+        kernel = _kernels.get_kernel(_KERNELS, name)
+        grid = min(nunits, _resident_blocks(device, name, shared))
         _kernels.launch(kernel, grid * THREADS, args, block=THREADS, shared_mem=shared)
 
     return rowmerge.two_passes(a, b, parts, span, pairs, check, launch)
@@ -106,18 +111,14 @@ def column_units(nbcols: int) -> tuple[int, int]:
 
 
 @functools.cache
-def _device_limits(device: int) -> tuple[int, int]:
+def _resident_blocks(device: int, name: str, shared: int) -> int:
+    """Thread blocks of kernel ``name`` that run at once on ``device`` (by
+    threads, shared memory and registers)."""
     import cupy
 
     attributes = cupy.cuda.Device(device).attributes
-    return (attributes["MultiProcessorCount"],
-            attributes["MaxSharedMemoryPerMultiprocessor"])
-
-
-def _resident_blocks(shared: int) -> int:
-    """Thread blocks of the kernels that run at once on the current device."""
-    import cupy
-
-    sms, shared_per_sm = _device_limits(cupy.cuda.runtime.getDevice())
-    per_sm = min(2048 // THREADS, shared_per_sm // (shared + _STATIC_SHARED + 1024))
-    return sms * max(per_sm, 1)
+    registers = max(_kernels.get_kernel(_KERNELS, name).num_regs, 1) * THREADS
+    per_sm = min(2048 // THREADS,
+                 attributes["MaxSharedMemoryPerMultiprocessor"] // (shared + _STATIC_SHARED + 1024),
+                 attributes["MaxRegistersPerMultiprocessor"] // registers)
+    return attributes["MultiProcessorCount"] * max(per_sm, 1)

@@ -104,7 +104,8 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     the kept values and blocks come from one scan, as in the count stage.
     """
     xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
-    if not (zeros if isinstance(zeros, int) else _readback.read_last(zeros)):  # sync: most drop nothing
+    # sync: most products drop nothing
+    if not (zeros if isinstance(zeros, int) else _readback.read_last(zeros)):
         return c_keys, c_bitmaps, c_offsets, c_values
     shift = pack_shift(c_keys.shape[0])
     if c_nonzero is None:

@@ -118,7 +118,8 @@ def _resident_blocks(device: int, name: str, shared: int) -> int:
 
     attributes = cupy.cuda.Device(device).attributes
     registers = max(_kernels.get_kernel(_KERNELS, name).num_regs, 1) * THREADS
+    per_unit = shared + _STATIC_SHARED + 1024  # the runtime reserves 1 KiB per block
     per_sm = min(2048 // THREADS,
-                 attributes["MaxSharedMemoryPerMultiprocessor"] // (shared + _STATIC_SHARED + 1024),
+                 attributes["MaxSharedMemoryPerMultiprocessor"] // per_unit,
                  attributes["MaxRegistersPerMultiprocessor"] // registers)
     return attributes["MultiProcessorCount"] * max(per_sm, 1)

@@ -27,8 +27,11 @@ class _BlockArray:
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return self
-        obj._arrays()
-        return getattr(obj, self._attr)
+        # read on every operation (about 18 times per small product): the
+        # common case, no pending transpose, is one check and a dict read
+        if obj._transpose_of is not None:
+            obj._arrays()
+        return obj.__dict__[self._attr]
 
     def __set__(self, obj: Any, value: Any) -> None:
         obj._arrays()

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _kernels
+from . import _kernels, _readback
 from ._format import popcount, set_bits, value_index
 from ._primitives import exclusive_scan
 from ._sputils import get_array_module, upcast
@@ -356,11 +356,9 @@ def read_sizes(c_sizes: Any, c_offsets: Any) -> tuple[int, int, int]:
     holding an exact zero (0 before :func:`merge_values`), in one read."""
     xp = get_array_module(c_sizes, c_offsets)
     if xp is np:
-        c_sizes[1] = c_offsets[-1]
-    else:  # a device-to-device copy, so that one read takes all three
-        c_sizes[1:2].data.copy_from_device_async(c_offsets[-1:].data, c_sizes.itemsize)
+        return int(c_sizes[0]), int(c_offsets[-1]), int(c_sizes[2])
     # sync: the sizes of C and whether a value is to be dropped, in one read
-    nc, nnz, zero_blocks = (int(v) for v in c_sizes.tolist())
+    nc, nnz, zero_blocks = _readback.read_ints((c_sizes, 0), (c_offsets, -1), (c_sizes, 2))
     return nc, nnz, zero_blocks
 
 

@@ -15,7 +15,6 @@ row, which either fits or raises MemoryError saying what it needed.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -43,8 +42,17 @@ def device_budget(xp: Any, max_memory: int | None) -> int | None:
 
 
 def free_memory(xp: Any) -> Callable[[], int]:
-    """:func:`device_budget` without a cap, asked of the driver at most once."""
-    return functools.cache(lambda: device_budget(xp, None))
+    """:func:`device_budget` without a cap, asked of the driver at most once
+    (a plain closure: wrapping a lambda in functools.cache costs a few
+    microseconds per product, most of which never ask)."""
+    known: list[int | None] = []
+
+    def budget() -> int | None:
+        if not known:
+            known.append(device_budget(xp, None))
+        return known[0]
+
+    return budget
 
 
 def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,

@@ -24,8 +24,9 @@
 //   each of them (at most MAX_ROW_BLOCKS of rowdense.py): two walks over
 //   the pairs and three barriers per unit. Session 6's kernel placed them
 //   in steps of one A block per warp (3-5x the count kernel on the
-//   power-law graphs); steps of 64 A blocks by 64-bit masks were 1.0-1.4x
-//   slower than the ranks on every corpus matrix (H100, session 7).
+//   power-law graphs); steps of 64 A blocks by 64-bit masks were 1.1-1.4x
+//   slower than the ranks on the power-law graphs and no faster elsewhere
+//   (H100, session 7; benchmarks/NOTES.md).
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)

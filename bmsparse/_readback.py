@@ -1,9 +1,9 @@
 """Reading a few integers from the device, for the host to size the next step.
 
 Every sync of the pipeline reads a handful of sizes. ``int(x[-1])`` or
-``x[idx].tolist()`` costs about 22 us of host time on an H100 (CuPy builds
-a host array, copies through pageable memory and synchronizes the device),
-several times a kernel launch. Here the values go through a small
+``x[idx].tolist()`` costs 22-24 us of host time on the H100 machines (CuPy
+builds a host array and copies synchronously through pageable memory),
+more than a kernel launch. Here the values go through a small
 page-locked buffer per thread:
 
 - :func:`read_ints` copies each value with ``cudaMemcpyAsync`` and waits on
@@ -101,7 +101,7 @@ def _as_int(word: int, dtype: np.dtype) -> int:
 
 
 def read_last(a: Any) -> int:
-    """``int(a[-1])`` of a NumPy array, or of an int64 / uint64 CuPy array by
+    """``int(a[-1])`` of a NumPy array, or of an integer CuPy array by
     :func:`read_ints` (a sync)."""
     if isinstance(a, np.ndarray):
         return int(a[-1])

@@ -66,13 +66,14 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> tuple[Any, Any, Any, 
 def _sizes(xp: Any, counts: Counts) -> tuple[int, int, Any]:
     """nnz, the number of non-empty blocks, and their inclusive rank (None when
     the scan is packed: it holds them)."""
-    total = _readback.read_last(counts.scan)  # sync: the number of values and of non-empty blocks
+    # sync: the number of values and of non-empty blocks
+    total = _readback.read_last(counts.scan)
     if counts.shift:
         return total >> counts.shift, total & ((1 << counts.shift) - 1), None
     rank = cumsum(xp, _nonempty(xp, counts.bitmaps))
     n = counts.bitmaps.shape[0]
-    return total, _readback.read_last(rank) if n else 0, rank  # sync: only past pack_shift's limit
-
+    # sync: only past pack_shift's limit
+    return total, _readback.read_last(rank) if n else 0, rank
 
 
 def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,

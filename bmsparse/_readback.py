@@ -131,7 +131,10 @@ def take_words(nwords: int) -> list[int]:
 @functools.cache
 def _maps_host_memory(device: int) -> bool:
     """True when kernels on ``device`` can write page-locked host memory through
-    its host address (unified addressing, as on every 64-bit Linux system)."""
+    its host address: with unified addressing (every 64-bit process), the
+    CUDA runtime maps all memory from cudaHostAlloc, which CuPy's pinned pool
+    uses without the write-combined flag, at its host address on every
+    device (runtime API, "Unified Addressing")."""
     import cupy
 
     properties = cupy.cuda.runtime.getDeviceProperties(device)

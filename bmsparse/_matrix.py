@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import convert
+from . import _readback, convert
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
 from ._sputils import check_dtype, check_shape, get_array_module, upcast
@@ -162,7 +162,8 @@ class BitmapMatrix:
         longest = self._cache.get("longest_row")
         if longest is None:
             self._row_pointer()
-            longest = self._cache["longest_row"] = int(self._cache["longest_row_device"][0])
+            longest = _readback.read_last(self._cache["longest_row_device"])
+            self._cache["longest_row"] = longest
         return longest
 
     def _column_order(self) -> Any:
@@ -334,7 +335,7 @@ class BitmapMatrix:
         if self._transpose_of is not None:
             return self._transpose_of.nnz
         if self._nnz is None:
-            self._nnz = int(self.offsets[-1])  # sync: pattern matrices count bits
+            self._nnz = _readback.read_last(self.offsets)  # sync: pattern matrices count bits
         return self._nnz
 
     @property

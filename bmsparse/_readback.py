@@ -50,12 +50,15 @@ def read_ints(*items: tuple[Any, int]) -> list[int]:
     ----------
     items : (cupy.ndarray, int)
         C-contiguous device arrays of 32- or 64-bit integers, and an index in
-        each (negative counts from the end).
+        each (negative counts from the end); NumPy arrays are read directly,
+        so that the stages' host twins share the call.
 
     Returns
     -------
     list of int
     """
+    if all(isinstance(array, np.ndarray) for array, _ in items):
+        return [int(array[index]) for array, index in items]
     import cupy
 
     words = _buffer(len(items))
@@ -68,7 +71,10 @@ def read_ints(*items: tuple[Any, int]) -> list[int]:
 
 
 def read_head(a: Any, count: int) -> list[int]:
-    """``a[:count]`` of an int64 / uint64 device array, in one copy and one sync."""
+    """``a[:count]`` of an int64 / uint64 device array, in one copy and one sync
+    (of a NumPy array, directly)."""
+    if isinstance(a, np.ndarray):
+        return [int(v) for v in a[:count]]
     import cupy
 
     words = _buffer(count)
@@ -101,10 +107,7 @@ def _as_int(word: int, dtype: np.dtype) -> int:
 
 
 def read_last(a: Any) -> int:
-    """``int(a[-1])`` of a NumPy array, or of an integer CuPy array by
-    :func:`read_ints` (a sync)."""
-    if isinstance(a, np.ndarray):
-        return int(a[-1])
+    """``int(a[-1])`` by :func:`read_ints` (a sync on the GPU)."""
     return read_ints((a, -1))[0]
 
 

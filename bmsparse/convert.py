@@ -245,7 +245,7 @@ def _sort_codes(xp: Any, codes: Any, indptr: Any) -> Any:
     spans = xp.diff(xp.append(starts, indptr[-1:]))
     long_spans = xp.where(spans > _primitives.SORT_CHUNK, spans, 0)
     stats = xp.stack([spans.max(), long_spans.sum()]) if spans.size else xp.zeros(2, xp.int64)
-    max_span, long_codes = (int(v) for v in stats.tolist())  # sync: picks the sort
+    max_span, long_codes = _readback.read_head(stats, 2)  # sync: picks the sort
     return sort_segments(codes, starts, max_span, long_codes)
 
 
@@ -255,7 +255,7 @@ def _csr_rows(xp: Any, indptr: Any) -> Any:
     if xp is np:
         return np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
     # cupy.repeat wants host counts; a scan of row starts does it on the device
-    starts = xp.zeros(int(indptr[-1]) + 1, dtype=xp.int64)  # sync: nnz
+    starts = xp.zeros(_readback.read_last(indptr) + 1, dtype=xp.int64)  # sync: nnz
     xp.add.at(starts, indptr[1:-1].astype(xp.int64), 1)
     return xp.cumsum(starts[:-1])
 
@@ -367,10 +367,7 @@ def _to_blocks(xp: Any, entries: tuple[Any, ...], values: Any,
     entry_rank = cumsum(xp, entry_heads)
     block_rank = cumsum(xp, block_heads)
     n = keys.shape[0]
-    if xp is np:
-        nentries, nblocks = (int(entry_rank[-1]), int(block_rank[-1])) if n else (0, 0)
-        error = int(errors[0])
-    elif n:  # sync: sizes and errors
+    if n:  # sync: sizes and errors
         nentries, nblocks, error = _readback.read_ints((entry_rank, -1), (block_rank, -1),
                                                        (errors, 0))
     else:

@@ -225,8 +225,9 @@ def scatter_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any, com
     c_counts : int64 [bound]
         The popcount of each bitmap, 0 past C's blocks.
     c_sizes : int64 [3]
-        ``[c_nblocks, 0, 0]``; :func:`merge_values` and :func:`read_sizes`
-        fill in the rest. Only the first ``c_nblocks`` entries of the other
+        ``[c_nblocks, 0, 0]``; :func:`merge_values` counts the blocks
+        holding an exact zero at ``[2]`` (``[1]`` is unused: :func:`read_sizes`
+        reads the number of values from the offsets). Only the first ``c_nblocks`` entries of the other
         arrays (but all of ``c_counts``) are defined.
     """
     xp = get_array_module(a_keys, a_bitmaps, b_keys, b_bitmaps, rank, before)
@@ -354,9 +355,6 @@ def _merge_values_numpy(op, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets
 def read_sizes(c_sizes: Any, c_offsets: Any) -> tuple[int, int, int]:
     """Stage 5: the number of C's blocks, of its values and of its blocks
     holding an exact zero (0 before :func:`merge_values`), in one read."""
-    xp = get_array_module(c_sizes, c_offsets)
-    if xp is np:
-        return int(c_sizes[0]), int(c_offsets[-1]), int(c_sizes[2])
     # sync: the sizes of C and whether a value is to be dropped, in one read
     nc, nnz, zero_blocks = _readback.read_ints((c_sizes, 0), (c_offsets, -1), (c_sizes, 2))
     return nc, nnz, zero_blocks

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _readback
 from .._format import nblocks_along
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module, matmul_mismatch, upcast
@@ -204,7 +205,7 @@ def _mask_rows(m: BitmapMatrix | None, a_part: BitmapMatrix,
     first, last = a_part.keys[:1] >> shift, a_part.keys[-1:] >> shift
     lo = xp.searchsorted(m.keys, first << shift, side="left")
     hi = xp.searchsorted(m.keys, (last << shift) | xp.uint64(0xFFFFFFFF), side="right")
-    lo, hi = (int(v) for v in xp.concatenate([lo, hi]).tolist())  # sync: the mask's range
+    lo, hi = _readback.read_ints((lo, 0), (hi, 0))  # sync: the mask's range
     return slices.rows_of(m, lo, hi)
 
 

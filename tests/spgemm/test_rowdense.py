@@ -11,7 +11,7 @@ from bmsparse import BitmapMatrix, spgemm
 from bmsparse.spgemm import rowdense, rowmerge, strategy
 from tests.helpers import assert_same_csr, random_csr, scipy_product
 from tests.spgemm.test_rowmerge import (FIELDS, assert_same_merged, brute_pairs,
-                                        twin_on_host, with_row_of)
+                                        random_operands, twin_on_host, with_row_of)
 
 
 @pytest.mark.parametrize("nbcols,want", [
@@ -57,11 +57,7 @@ def test_row_lengths_around_the_warps(nblocks):
 @pytest.mark.parametrize("seed", range(6))
 def test_random_products_match_the_twin(seed, span, monkeypatch):
     monkeypatch.setattr(rowdense, "SPAN", span)
-    rng = np.random.default_rng(seed)
-    m, k, n = (int(v) for v in rng.integers(1, 400, 3))
-    a_csr = random_csr(m, k, float(rng.uniform(0.002, 0.1)), seed=seed)
-    b_csr = random_csr(k, n, float(rng.uniform(0.002, 0.1)), seed=seed + 50)
-    a, b = BitmapMatrix(a_csr).to_device(), BitmapMatrix(b_csr).to_device()
+    a, b = random_operands(seed)
     pairs = bool(seed % 2)
     assert_same_merged(rowdense.accumulate(a, b, pairs), twin_on_host(a, b, pairs), pairs)
 

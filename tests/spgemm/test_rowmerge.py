@@ -49,6 +49,16 @@ def twin_on_host(a: BitmapMatrix, b: BitmapMatrix, pairs: bool = True) -> rowmer
     return rowmerge.merge(a.get() if a.on_device else a, b.get() if b.on_device else b, pairs)
 
 
+def random_operands(seed: int) -> tuple[BitmapMatrix, BitmapMatrix]:
+    """A (m, k) and B (k, n) on the GPU, of random shapes below 400 and
+    densities of 0.2-10%."""
+    rng = np.random.default_rng(seed)
+    m, k, n = (int(v) for v in rng.integers(1, 400, 3))
+    a_csr = random_csr(m, k, float(rng.uniform(0.002, 0.1)), seed=seed)
+    b_csr = random_csr(k, n, float(rng.uniform(0.002, 0.1)), seed=seed + 50)
+    return BitmapMatrix(a_csr).to_device(), BitmapMatrix(b_csr).to_device()
+
+
 FIELDS = ("c_keys", "c_bitmaps", "c_offsets", "c_ptr", "task_a", "task_b")
 
 
@@ -157,11 +167,7 @@ def test_row_lengths_around_the_lanes(nblocks):
 @pytest.mark.parametrize("seed", range(6))
 def test_random_products_match_the_twin(seed, units, monkeypatch):
     monkeypatch.setattr(rowmerge, "UNITS", units)
-    rng = np.random.default_rng(seed)
-    m, k, n = (int(v) for v in rng.integers(1, 400, 3))
-    a_csr = random_csr(m, k, float(rng.uniform(0.002, 0.1)), seed=seed)
-    b_csr = random_csr(k, n, float(rng.uniform(0.002, 0.1)), seed=seed + 50)
-    a, b = BitmapMatrix(a_csr).to_device(), BitmapMatrix(b_csr).to_device()
+    a, b = random_operands(seed)
     if not rowmerge.chooses(a, b):
         pytest.skip("a block row longer than the merge takes")
     pairs = bool(seed % 2)

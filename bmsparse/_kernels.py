@@ -58,6 +58,9 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILI
 _REGISTRY: dict[str, dict[str, tuple[str, ...]]] = {}
 _MODULES: dict[tuple[str, int], Any] = {}
 _FUNCTIONS: dict[tuple[Any, ...], Any] = {}
+#: (kernel id, threads, shared memory) -> resident thread blocks; kernels
+#: are kept in _FUNCTIONS for good, so their ids stay theirs
+_RESIDENT: dict[tuple[int, int, int], int] = {}
 
 #: hook for tests: called with (kernel name, n, grid, block) at each launch
 launch_hook: Callable[[str, int, int, int], None] | None = None
@@ -174,13 +177,16 @@ def get_kernel(path: str, name: str, **types: Any) -> Any:
 
 
 def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
-           shared_mem: int = 0) -> None:
+           shared_mem: int = 0, cooperative: bool = False) -> None:
     """Launch ``kernel`` with one thread per item of ``n`` (nothing if 0).
 
     Python ints become ``long long`` and Python floats ``double``, so every
     scalar argument has the exact C type the kernel declares. ``shared_mem``
     bytes of dynamic shared memory are given to each thread block (above
     48 KiB with the kernel's static shared memory, its limit is raised first).
+    ``cooperative`` launches so that every thread block is resident at once
+    (``cuLaunchCooperativeKernel``; an error, not a hang, when the grid is
+    larger than :func:`resident_blocks`): the condition of a grid barrier.
     """
     if n <= 0:
         return
@@ -212,4 +218,24 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
     if shared_mem and shared_mem + kernel.shared_size_bytes > 48 * 1024 \
             and kernel.max_dynamic_shared_size_bytes < shared_mem:
         kernel.max_dynamic_shared_size_bytes = shared_mem
-    kernel((grid,), (block,), tuple(cast), shared_mem=shared_mem)
+    if cooperative:
+        kernel.kernel((grid,), (block,), tuple(cast), shared_mem, None, True)
+    else:
+        kernel((grid,), (block,), tuple(cast), shared_mem=shared_mem)
+
+
+def resident_blocks(kernel: Any, block: int, shared_mem: int = 0) -> int:
+    """Thread blocks of ``block`` threads of ``kernel`` resident at once on
+    the current device (the occupancy calculator's figure: threads,
+    registers and shared memory), memoized."""
+    import cupy
+
+    key = (id(kernel), block, shared_mem)
+    count = _RESIDENT.get(key)
+    if count is None:
+        func = kernel.kernel
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            func.ptr, block, shared_mem)
+        device = cupy.cuda.Device()
+        count = _RESIDENT[key] = max(per_sm, 1) * device.attributes["MultiProcessorCount"]
+    return count

@@ -1,0 +1,82 @@
+// grid.cuh - helpers for kernels that do several passes in one launch.
+//
+// grid_barrier: every thread of the grid waits until every thread has
+// reached it, and sees their writes after it. Only for a cooperative launch
+// (_kernels.launch(..., cooperative=True)): the driver then guarantees that
+// every thread block of the grid is resident at once, so a block spinning
+// here cannot keep a block that has yet to arrive from running.
+//   u64 bar[2] - zeroed before the launch: arrivals, then the generation.
+//                The last block to arrive resets the arrivals and moves the
+//                generation on, so one pair serves any number of barriers.
+// Data written before a barrier by other blocks is read after it with
+// __ldcg (through L2, not a possibly stale L1 line) or atomics.
+//
+// block_exclusive_scan / warp_exclusive_scan: exclusive scan of one u64 per
+// thread over the thread block (the whole warp), in thread order, and the
+// total.
+#pragma once
+
+typedef unsigned long long u64;
+
+__device__ __forceinline__ void grid_barrier(u64* bar)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile u64* generation = bar + 1;
+        const u64 seen = *generation;
+        // the fence is cumulative: the block's writes, made visible to this
+        // thread by __syncthreads, are ordered before the arrival
+        __threadfence();
+        if (atomicAdd(bar, 1ull) == gridDim.x - 1ull) {
+            atomicExch(bar, 0ull);
+            __threadfence();
+            atomicAdd(bar + 1, 1ull);
+        } else {
+            while (*generation == seen) __nanosleep(32);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// `warp_sums` is shared memory for 32 values; every thread of the block calls
+__device__ __forceinline__ u64 block_exclusive_scan(u64 v, u64* warp_sums, u64* total)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nwarps = (blockDim.x + 31) >> 5;
+    u64 x = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const u64 y = __shfl_up_sync(0xffffffffu, x, d);
+        if (lane >= d) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u64 w = lane < nwarps ? warp_sums[lane] : 0ull;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const u64 y = __shfl_up_sync(0xffffffffu, w, d);
+            if (lane >= d) w += y;
+        }
+        warp_sums[lane] = w;  // inclusive over warps
+    }
+    __syncthreads();
+    const u64 before = (warp > 0 ? warp_sums[warp - 1] : 0ull) + x - v;
+    *total = warp_sums[31];
+    __syncthreads();  // warp_sums is reused by the next call
+    return before;
+}
+
+__device__ __forceinline__ u64 warp_exclusive_scan(u64 v, u64* total)
+{
+    const int lane = threadIdx.x & 31;
+    u64 x = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const u64 y = __shfl_up_sync(0xffffffffu, x, d);
+        if (lane >= d) x += y;
+    }
+    *total = __shfl_sync(0xffffffffu, x, 31);
+    return x - v;
+}

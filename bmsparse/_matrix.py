@@ -135,9 +135,13 @@ class BitmapMatrix:
         if source is not None:
             from .transpose import transpose
 
-            self._keys, self._bitmaps, self._offsets, self._values = transpose(
-                source.keys, source.bitmaps, source.offsets, source.values,
-                source._column_order())
+            *arrays, column = transpose(source.keys, source.bitmaps, source.offsets,
+                                        source.values, source.nnz,
+                                        nblocks_along(source.shape[1]),
+                                        source._cache.get("column_pointer"))
+            # the transpose's column order is the source's: kept for A.T @ x
+            source._cache["column_pointer"] = column
+            self._keys, self._bitmaps, self._offsets, self._values = arrays
             self._transpose_of = None
         return self._keys, self._bitmaps, self._offsets, self._values
 
@@ -166,14 +170,21 @@ class BitmapMatrix:
             self._cache["longest_row"] = longest
         return longest
 
+    def _column_pointer(self) -> tuple[Any, Any]:
+        """The blocks in (block column, block row) order and the block-column
+        pointer into that order (int64 [nblocks], int64 [nbcols + 1]),
+        computed once (or kept from the transpose)."""
+        column = self._cache.get("column_pointer")
+        if column is None:
+            from .transpose import column_pointer
+
+            column = self._cache["column_pointer"] = column_pointer(
+                self.keys, nblocks_along(self.shape[1]))
+        return column
+
     def _column_order(self) -> Any:
         """The blocks in (block column, block row) order, computed once."""
-        order = self._cache.get("column_order")
-        if order is None:
-            from .transpose import column_order
-
-            order = self._cache["column_order"] = column_order(self.keys)
-        return order
+        return self._column_pointer()[0]
 
     @classmethod
     def _from_blocks(cls, keys: Any, bitmaps: Any, offsets: Any, values: Any,

@@ -6,7 +6,7 @@ rows. The blocks of one block row within a warp are summed by a segmented
 scan of shuffles; a block row spanning warps leaves one partial sum per
 warp, which a second kernel adds in warp order. ``A.T @ x`` reads A's blocks
 in column-major order through a permutation computed once per matrix
-(:func:`bmsparse.transpose.column_order`) and kept with it, so no transposed
+(:func:`bmsparse.transpose.column_pointer`) and kept with it, so no transposed
 copy is made. See ``spmv.cu``.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _kernels
 from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, block_cols_of, block_rows_of, \
-    nblocks_along, set_bits
+    set_bits
 from ._sputils import get_array_module, matmul_mismatch, upcast
 
 _KERNELS = "spmv.cu"
@@ -117,15 +117,7 @@ def row_pointer(a: Any) -> Any:
 def column_pointer(a: Any) -> tuple[Any, Any]:
     """``a``'s column-major block order and its block-column pointer
     (int64 [nblocks], int64 [nbcols + 1]), computed once and kept with it."""
-    cached = a._cache.get("column_pointer")
-    if cached is None:
-        xp = get_array_module(a.keys)
-        order = a._column_order()
-        cols = block_cols_of(a.keys)[order]
-        ptr = xp.searchsorted(cols, xp.arange(nblocks_along(a.shape[1]) + 1,
-                                              dtype=xp.int64)).astype(xp.int64)
-        cached = a._cache["column_pointer"] = (order, ptr)
-    return cached
+    return a._column_pointer()
 
 
 def _strides(x2: Any) -> tuple[Any, int, int]:

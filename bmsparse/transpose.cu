@@ -3,29 +3,500 @@
 // Block (i, j) of A becomes block (j, i) of A.T: its key's halves swap, its
 // bitmap is transposed (bit 8r + c moves to 8c + r) and its values move to
 // the transposed bit order. The output blocks are A's blocks in
-// column-major order, `order` (a stable sort of the block columns, made in
-// transpose.py), so the output keys come out sorted.
+// column-major order, `order`, so the output keys come out sorted.
 //
-//   bmsparse_transpose_blocks : key, bitmap and value count of every output block
-//   (an exclusive scan of the counts gives t_offsets)
-//   bmsparse_transpose_values : the values of every output block
+// bmsparse_transpose_columns: the whole transpose in one cooperative launch,
+// its passes separated by grid barriers (_cuda/grid.cuh). Five concerns in
+// one kernel, against the one-kernel-per-concern rule, because one launch
+// instead of about twenty (CuPy's argsort alone is about twelve) is what
+// makes the transpose of a small matrix cheap: its passes take 5-40 us of
+// GPU time each and every launch 10-25 us of host time.
+//   1. count: every block adds (its value count << 32 | 1) to its block
+//      column's counter;
+//   2. scan: an exclusive scan of the counters in place gives each column
+//      its first output block (low half, also written to `ptr`) and its
+//      first value (high half);
+//   3. place: every block takes the next place of its column (the low half
+//      is the cursor), so a column holds its blocks in no particular order;
+//   4. sort and write: a column's blocks are put back in their order in A
+//      (which is their block-row order: A's keys are sorted) and the output
+//      keys, bitmaps and offsets written in that order. A column of at most
+//      BMSPARSE_TRANSPOSE_SHORT blocks: a thread per block counts the blocks
+//      before it; up to BMSPARSE_TRANSPOSE_MEDIUM: a warp sorts it in shared
+//      memory; longer: the thread block, in shared memory up to
+//      BMSPARSE_TRANSPOSE_SHARED, in `order` itself beyond. Sorts go by
+//      buckets of block rows, or a bitonic network when a bucket overfills;
+//   5. values (`outputs` 2): 8 threads per output block.
+// `outputs` 0: passes 1-4 write `order` and `ptr` only, the column pointer
+// of A.T @ x and of the task list; 1: and the blocks (no values).
+//
+// bmsparse_transpose_blocks / bmsparse_transpose_values: pass 4's blocks
+// and pass 5 for a given `order` (a sort made in transpose.py), for
+// matrices beyond the one-launch kernel's limits (2^32 or more blocks or
+// values, or far more block columns than blocks); an exclusive scan of
+// `counts` in between gives t_offsets.
 //
 // Arguments (csr.h style):
 //   u64       keys[nblocks], bitmaps[nblocks] - blocks of A
 //   long long offsets[nblocks + 1]   - value offsets of A's blocks
 //   T         values[nnz]            - values of A
-//   long long order[nblocks]         - A's block of each output block (column-major order)
+//   long long nblocks, nbcols        - blocks and block columns of A
+//   long long outputs                - see above
+//   u64       work[nbcols + 2 + grid] - zeroed: the column counters, the
+//                                      barrier, the thread blocks' sums
+//   long long ptr[nbcols + 1]        - out: A's blocks of block column c are
+//                                      order[ptr[c]:ptr[c + 1]]
+//   unsigned  placed[nblocks]        - scratch: the blocks of each column
+//   long long order[nblocks]         - out: A's block of each output block (in,
+//                                      for the two-kernel path)
 //   u64       t_keys[nblocks], t_bitmaps[nblocks] - out: blocks of A.T
 //   long long counts[nblocks]        - out: values of each output block
-//   long long t_offsets[nblocks + 1] - value offsets of A.T's blocks
+//   long long t_offsets[nblocks + 1] - out: value offsets of A.T's blocks
 //   T         t_values[nnz]          - out: values of A.T
 //
-// Launch: one thread per output block for the blocks; 8 threads per output
-// block for the values (thread r writes row r of the transposed block, which
-// is column r of A's block, so its outputs are contiguous).
-// Work: O(nblocks + nnz). Deterministic: values are only moved.
+// Launch: columns: a cooperative grid of BMSPARSE_TRANSPOSE_THREADS-thread
+// blocks, at most as many as are resident at once; blocks: one thread per
+// output block; values: 8 threads per output block (thread r writes row r of
+// the transposed block, which is column r of A's block, so its outputs are
+// contiguous).
+// Work: O(nblocks + nbcols + nnz), and to sort a column of L blocks O(L^2)
+// at most 32 (in parallel), O(L) by buckets, else O(L log^2 L).
+// Deterministic: values are only moved, the order is a sort.
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
+#include "_cuda/grid.cuh"
+
+#ifndef BMSPARSE_TRANSPOSE_THREADS
+#define BMSPARSE_TRANSPOSE_THREADS 512
+#endif
+#ifndef BMSPARSE_TRANSPOSE_SHARED
+#define BMSPARSE_TRANSPOSE_SHARED 8192
+#endif
+
+// row r of output block q (A's block s, transposed): column r of A's block,
+// row t of A becoming column t
+template <typename T>
+__device__ __forceinline__ void move_transposed_row(
+    const u64* __restrict__ bitmaps, const long long* __restrict__ offsets,
+    const T* __restrict__ values, long long s, u64 t_bitmap, long long t_offset, int r,
+    T* __restrict__ t_values)
+{
+    const u64 bitmap = bitmaps[s];
+    const T* in = values + offsets[s];
+    T* out = t_values + t_offset + value_index(t_bitmap, bit_of(r, 0));
+    for (unsigned int rows = row_bits(t_bitmap, r); rows; rows &= rows - 1u) {
+        const int t = __ffs(rows) - 1;
+        *out++ = in[value_index(bitmap, bit_of(t, r))];
+    }
+}
+
+// ---- bmsparse_transpose_columns ---------------------------------------------
+
+#ifndef BMSPARSE_TRANSPOSE_SHORT
+#define BMSPARSE_TRANSPOSE_SHORT 32
+#endif
+#define BMSPARSE_TRANSPOSE_WARPS (BMSPARSE_TRANSPOSE_THREADS / 32)
+#define BMSPARSE_TRANSPOSE_MEDIUM (BMSPARSE_TRANSPOSE_SHARED / BMSPARSE_TRANSPOSE_WARPS)
+// a long column is cut into one bucket per thread by value range; buckets
+// this full are sorted by the bitonic network instead
+#ifndef BMSPARSE_TRANSPOSE_BUCKET
+#define BMSPARSE_TRANSPOSE_BUCKET 64
+#endif
+
+// what the passes read and write
+template <typename T>
+struct Columns {
+    const u64* __restrict__ keys;
+    const u64* __restrict__ bitmaps;
+    const long long* __restrict__ offsets;
+    const T* __restrict__ values;
+    int outputs;           // 0: `order` and `ptr` only, 1: and the blocks, 2: and the values
+    u64* counters;         // [nbcols]: counts, then first (value << 32 | block)
+    long long* ptr;        // [nbcols + 1]
+    unsigned int* placed;  // [nblocks]: each column's blocks, unsorted (pass 3)
+    long long* order;      // [nblocks]
+    u64* t_keys;
+    u64* t_bitmaps;
+    long long* t_offsets;
+    T* t_values;
+};
+
+// output block q is A's block s (its key and bitmap loaded when there are
+// blocks to write), in block column c, its values from t_offset
+template <typename T>
+__device__ __forceinline__ void write_loaded(const Columns<T>& k, long long c, long long q,
+                                             long long s, u64 key, u64 bitmap, u64 t_offset)
+{
+    k.order[q] = s;
+    if (k.outputs == 0) return;
+    k.t_keys[q] = make_key((u64)c, block_row(key));
+    k.t_bitmaps[q] = transpose_bitmap(bitmap);
+    k.t_offsets[q] = (long long)t_offset;
+}
+
+template <typename T>
+__device__ __forceinline__ u64 value_count(const Columns<T>& k, long long s)
+{
+    return k.outputs ? (u64)__popcll(k.bitmaps[s]) : 0ull;
+}
+
+template <bool WHOLE_BLOCK>
+__device__ __forceinline__ void group_sync()
+{
+    if (WHOLE_BLOCK) __syncthreads(); else __syncwarp();
+}
+
+// ascending sort of a[0, n) (shared or global memory) by a warp or the whole
+// thread block, `rank` being the thread's place among its `size` threads: a
+// bitonic network in its all-ascending form (the first step of each merge
+// compares mirrored elements), so the elements past n of the next power of
+// two act as +infinity and are never compared
+template <bool WHOLE_BLOCK, typename I, typename V>
+__device__ void group_sort(V* a, I n, int rank, int size)
+{
+    I width_max = 1;
+    while (width_max < n) width_max <<= 1;
+    const I pairs = width_max >> 1;
+    for (I width = 2; width <= width_max; width <<= 1) {
+        const I half = width >> 1;
+        for (I p = rank; p < pairs; p += size) {
+            const I i = ((p & ~(half - 1)) << 1) | (p & (half - 1));
+            const I j = i ^ (width - 1);
+            if (j < n && a[j] < a[i]) { const V x = a[i]; a[i] = a[j]; a[j] = x; }
+        }
+        group_sync<WHOLE_BLOCK>();
+        for (I stride = width >> 2; stride > 0; stride >>= 1) {
+            for (I p = rank; p < pairs; p += size) {
+                const I i = ((p & ~(stride - 1)) << 1) | (p & (stride - 1));
+                const I j = i + stride;
+                if (j < n && a[j] < a[i]) { const V x = a[i]; a[i] = a[j]; a[j] = x; }
+            }
+            group_sync<WHOLE_BLOCK>();
+        }
+    }
+}
+
+// out[0, n) = in[0, n) sorted, by the whole thread block: a bucket per
+// thread by value range (the blocks of a long column spread over A's rows),
+// then each thread sorts its bucket by insertion. False, with `out`
+// unsorted, when a bucket holds more than BMSPARSE_TRANSPOSE_BUCKET values.
+// `counts`: shared memory for one count per thread.
+template <typename V>
+__device__ bool bucket_sort(const unsigned int* in, long long n, V* out, unsigned int* counts,
+                            u64* warp_sums)
+{
+    __shared__ unsigned int low, high;
+    __shared__ int overfull;
+    if (threadIdx.x == 0) { low = 0xffffffffu; high = 0u; overfull = 0; }
+    counts[threadIdx.x] = 0u;
+    __syncthreads();
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        const unsigned int v = __ldcg(in + i);
+        atomicMin(&low, v);
+        atomicMax(&high, v);
+    }
+    __syncthreads();
+    const u64 span = (u64)(high - low) + 1ull;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x)
+        atomicAdd(counts + ((__ldcg(in + i) - low) * (u64)blockDim.x) / span, 1u);
+    __syncthreads();
+    const unsigned int count = counts[threadIdx.x];
+    if (count > BMSPARSE_TRANSPOSE_BUCKET) overfull = 1;
+    u64 total;
+    const long long start = (long long)block_exclusive_scan(count, warp_sums, &total);
+    counts[threadIdx.x] = (unsigned int)start;  // now the bucket's cursor
+    __syncthreads();
+    if (overfull) return false;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+        const unsigned int v = __ldcg(in + i);
+        out[atomicAdd(counts + ((v - low) * (u64)blockDim.x) / span, 1u)] = v;
+    }
+    __syncthreads();
+    for (long long i = start + 1; i < start + count; ++i) {
+        const V v = out[i];
+        long long j = i - 1;
+        for (; j >= start && out[j] > v; --j) out[j + 1] = out[j];
+        out[j + 1] = v;
+    }
+    __syncthreads();
+    return true;
+}
+
+// pass 4 for a column of at most BMSPARSE_TRANSPOSE_SHORT blocks: block s
+// counts the blocks of its column that come before it, and their values
+template <typename T>
+__device__ __forceinline__ void rank_in_short_column(const Columns<T>& k, long long s)
+{
+    const long long c = block_col(k.keys[s]);
+    const long long lo = __ldcg(k.ptr + c), n = __ldcg(k.ptr + c + 1) - lo;
+    if (n > BMSPARSE_TRANSPOSE_SHORT) return;
+    long long rank = 0;
+    u64 before = 0;
+    for (long long i0 = 0; i0 < n; i0 += 8) {
+        unsigned int other[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) other[j] = i0 + j < n ? __ldcg(k.placed + lo + i0 + j) : ~0u;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            if (other[j] < s) {
+                ++rank;
+                before += value_count(k, other[j]);
+            }
+        }
+    }
+    const bool load = k.outputs;
+    write_loaded(k, c, lo + rank, s, load ? k.keys[s] : 0ull, load ? k.bitmaps[s] : 0ull,
+                 (__ldcg(k.counters + c) >> 32) + before);
+}
+
+// pass 4's output for column c, its blocks sorted in a[0, n): each thread
+// of the warp (thread block) writes a run of consecutive output blocks,
+// after one scan of the runs' values, loading a few blocks at a time (the
+// stores between would keep the compiler from moving the loads up)
+template <bool WHOLE_BLOCK, typename T, typename V>
+__device__ void write_sorted(const Columns<T>& k, long long c, long long lo, const V* a,
+                             long long n, u64* warp_sums)
+{
+    const int rank = WHOLE_BLOCK ? threadIdx.x : threadIdx.x & 31;
+    const int size = WHOLE_BLOCK ? blockDim.x : 32;
+    const long long run = (n + size - 1) / size;
+    const long long i0 = rank * run < n ? rank * run : n;
+    const long long i1 = i0 + run < n ? i0 + run : n;
+    u64 sum = 0, total;
+    for (long long i = i0; i < i1; ++i)
+        sum += value_count(k, (long long)a[i]);
+    u64 at = (__ldcg(k.counters + c) >> 32)
+             + (WHOLE_BLOCK ? block_exclusive_scan(sum, warp_sums, &total)
+                            : warp_exclusive_scan(sum, &total));
+    for (long long i = i0; i < i1; i += 4) {
+        long long s[4];
+        u64 key[4], bitmap[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            s[u] = i + u < i1 ? (long long)a[i + u] : -1;
+            const bool load = s[u] >= 0 && k.outputs;
+            key[u] = load ? k.keys[s[u]] : 0ull;
+            bitmap[u] = load ? k.bitmaps[s[u]] : 0ull;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            if (s[u] < 0) break;
+            write_loaded(k, c, lo + i + u, s[u], key[u], bitmap[u], at);
+            at += (u64)__popcll(bitmap[u]);
+        }
+    }
+}
+
+// tile[0, n) = in[0, n) sorted, by a warp: a bucket per lane by value
+// range, then each lane sorts its bucket by insertion. False, with the tile
+// unsorted, when a bucket holds more than BMSPARSE_TRANSPOSE_BUCKET values.
+__device__ bool warp_bucket_sort(const unsigned int* in, int n, unsigned int* tile,
+                                 unsigned int* counts)
+{
+    const int lane = threadIdx.x & 31;
+    unsigned int low = 0xffffffffu, high = 0u;
+    for (int i = lane; i < n; i += 32) {
+        const unsigned int v = __ldcg(in + i);
+        low = min(low, v);
+        high = max(high, v);
+    }
+    low = __reduce_min_sync(0xffffffffu, low);
+    high = __reduce_max_sync(0xffffffffu, high);
+    const u64 span = (u64)(high - low) + 1ull;
+    counts[lane] = 0u;
+    __syncwarp();
+    for (int i = lane; i < n; i += 32) atomicAdd(counts + ((__ldcg(in + i) - low) * 32ull) / span, 1u);
+    __syncwarp();
+    const unsigned int count = counts[lane];
+    if (__any_sync(0xffffffffu, count > BMSPARSE_TRANSPOSE_BUCKET)) return false;
+    u64 total;
+    const int start = (int)warp_exclusive_scan(count, &total);
+    counts[lane] = (unsigned int)start;
+    __syncwarp();
+    for (int i = lane; i < n; i += 32) {
+        const unsigned int v = __ldcg(in + i);
+        tile[atomicAdd(counts + ((v - low) * 32ull) / span, 1u)] = v;
+    }
+    __syncwarp();
+    for (int i = start + 1; i < start + (int)count; ++i) {
+        const unsigned int v = tile[i];
+        int j = i - 1;
+        for (; j >= start && tile[j] > v; --j) tile[j + 1] = tile[j];
+        tile[j + 1] = v;
+    }
+    __syncwarp();
+    return true;
+}
+
+// pass 4 for a medium column (up to BMSPARSE_TRANSPOSE_MEDIUM blocks) by a
+// warp, in its slice of shared memory
+template <typename T>
+__device__ void sort_medium_column(const Columns<T>& k, long long c, unsigned int* tile,
+                                   unsigned int* counts)
+{
+    const int lane = threadIdx.x & 31;
+    const long long lo = __ldcg(k.ptr + c);
+    const int n = (int)(__ldcg(k.ptr + c + 1) - lo);
+    if (!warp_bucket_sort(k.placed + lo, n, tile, counts)) {
+        for (int i = lane; i < n; i += 32) tile[i] = __ldcg(k.placed + lo + i);
+        __syncwarp();
+        group_sort<false>(tile, n, lane, 32);
+    }
+    write_sorted<false>(k, c, lo, tile, n, nullptr);
+    __syncwarp();  // the slice is reused
+}
+
+// pass 4 for a long column by the whole thread block, in shared memory
+// when it fits `tile`, else in `order` itself: by buckets, else by the
+// bitonic network (a sort in global memory is several times slower: the
+// surrogate's longest column of 7,861 blocks took 100 us)
+template <typename T, typename V>
+__device__ void sort_long_column(const Columns<T>& k, long long c, long long lo, long long n,
+                                 V* sorted, unsigned int* counts, u64* warp_sums)
+{
+    if (!bucket_sort(k.placed + lo, n, sorted, counts, warp_sums)) {
+        for (long long i = threadIdx.x; i < n; i += blockDim.x) sorted[i] = __ldcg(k.placed + lo + i);
+        __syncthreads();
+        group_sort<true>(sorted, n, threadIdx.x, blockDim.x);
+    }
+    write_sorted<true>(k, c, lo, sorted, n, warp_sums);
+    __syncthreads();
+}
+
+// pass 4 for the columns longer than BMSPARSE_TRANSPOSE_SHORT: thread block
+// b takes columns b, b + grid, b + 2 grid, ... (neighbouring columns are
+// often alike: the hubs of a graph numbered by degree), up to one per
+// thread at a time, hands the medium ones to its warps and sorts the long
+// ones itself
+template <typename T>
+__device__ void sort_longer_columns(const Columns<T>& k, long long nbcols, unsigned int* tile,
+                                    unsigned int* lists, u64* warp_sums)
+{
+    unsigned int* medium = lists;
+    unsigned int* longer = lists + BMSPARSE_TRANSPOSE_THREADS;
+    unsigned int* bucket_counts = lists + 2 * BMSPARSE_TRANSPOSE_THREADS;
+    __shared__ int nmedium, nlonger;
+    const int warp = threadIdx.x >> 5;
+    const long long mine = blockIdx.x < nbcols ? (nbcols - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    for (long long first = 0; first < mine; first += blockDim.x) {
+        if (threadIdx.x == 0) nmedium = nlonger = 0;
+        __syncthreads();
+        if (first + threadIdx.x < mine) {
+            const long long c = blockIdx.x + (first + threadIdx.x) * gridDim.x;
+            const long long n = __ldcg(k.ptr + c + 1) - __ldcg(k.ptr + c);
+            if (n > BMSPARSE_TRANSPOSE_MEDIUM) longer[atomicAdd(&nlonger, 1)] = (unsigned int)c;
+            else if (n > BMSPARSE_TRANSPOSE_SHORT) medium[atomicAdd(&nmedium, 1)] = (unsigned int)c;
+        }
+        __syncthreads();
+        for (int m = warp; m < nmedium; m += BMSPARSE_TRANSPOSE_WARPS)
+            sort_medium_column(k, medium[m], tile + warp * BMSPARSE_TRANSPOSE_MEDIUM,
+                               bucket_counts + warp * 32);
+        __syncthreads();
+        // (the warps' bucket counts are free again)
+        for (int m = 0; m < nlonger; ++m) {
+            const long long c = longer[m], lo = __ldcg(k.ptr + c), n = __ldcg(k.ptr + c + 1) - lo;
+            if (n <= BMSPARSE_TRANSPOSE_SHARED)
+                sort_long_column(k, c, lo, n, tile, bucket_counts, warp_sums);
+            else  // order[lo + i] is written as it already is
+                sort_long_column(k, c, lo, n, k.order + lo, bucket_counts, warp_sums);
+        }
+        __syncthreads();
+    }
+}
+
+// pass 2: exclusive scan of the column counters in place, each thread block
+// scanning an equal run of columns after the sum of the runs before it
+template <typename T>
+__device__ void scan_columns(const Columns<T>& k, long long nbcols, long long nblocks, u64* bar,
+                             u64* block_sums, u64* warp_sums)
+{
+    const long long run = (nbcols + gridDim.x - 1) / gridDim.x;
+    const long long lo = blockIdx.x * run;
+    const long long hi = lo + run < nbcols ? lo + run : nbcols;
+    u64 sum = 0, total;
+    for (long long c = lo + threadIdx.x; c < hi; c += blockDim.x) sum += __ldcg(k.counters + c);
+    block_exclusive_scan(sum, warp_sums, &total);
+    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
+    grid_barrier(bar);
+    u64 before = 0;
+    for (long long b = threadIdx.x; b < blockIdx.x; b += blockDim.x) before += __ldcg(block_sums + b);
+    block_exclusive_scan(before, warp_sums, &before);
+    for (long long c0 = lo; c0 < hi; c0 += blockDim.x) {
+        const long long c = c0 + threadIdx.x;
+        const u64 v = c < hi ? __ldcg(k.counters + c) : 0ull;
+        const u64 at = before + block_exclusive_scan(v, warp_sums, &total);
+        if (c < hi) {
+            k.counters[c] = at;
+            k.ptr[c] = (long long)(at & 0xffffffffull);
+        }
+        before += total;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) k.ptr[nbcols] = nblocks;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose_columns(
+    const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
+    const long long* __restrict__ offsets, const T* __restrict__ values,
+    long long nblocks, long long nbcols, long long outputs, u64* work, long long* ptr,
+    unsigned int* placed, long long* order, u64* t_keys, u64* t_bitmaps, long long* t_offsets,
+    T* t_values)
+{
+    __shared__ unsigned int tile[BMSPARSE_TRANSPOSE_SHARED];
+    __shared__ unsigned int lists[3 * BMSPARSE_TRANSPOSE_THREADS];  // pass 4's
+    __shared__ u64 warp_sums[32];
+    u64* bar = work + nbcols;
+    // a flag, not null pointers, says which outputs are wanted: an empty
+    // array's pointer is null too
+    Columns<T> k = {keys, bitmaps, offsets, values, (int)outputs, work, ptr, placed, order,
+                    t_keys, t_bitmaps, t_offsets, t_values};
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long nthreads = gridDim.x * (long long)blockDim.x;
+
+    // 1. count
+    for (long long s = tid; s < nblocks; s += nthreads)
+        atomicAdd(k.counters + block_col(keys[s]), (value_count(k, s) << 32) | 1ull);
+    grid_barrier(bar);
+    // 2. scan
+    scan_columns(k, nbcols, nblocks, bar, work + nbcols + 2, warp_sums);
+    grid_barrier(bar);
+    // 3. place: the low halves are the columns' cursors (a column's last
+    // place is below 2^32, so they never carry into the high halves)
+    for (long long s = tid; s < nblocks; s += nthreads) {
+        const u64 at = atomicAdd(k.counters + block_col(keys[s]), 1ull);
+        placed[at & 0xffffffffull] = (unsigned int)s;
+    }
+    grid_barrier(bar);
+    // 4. sort and write (the counters' high halves still hold the columns'
+    // first values)
+    for (long long s = tid; s < nblocks; s += nthreads) rank_in_short_column(k, s);
+    sort_longer_columns(k, nbcols, tile, lists, warp_sums);
+    if (outputs == 0) return;
+    if (tid == 0) t_offsets[nblocks] = offsets[nblocks];
+    if (outputs == 1) return;
+    grid_barrier(bar);
+    // 5. values, 8 threads per output block (thread r writes row r of the
+    // transposed block), several blocks per step so that their loads overlap
+    for (long long i = tid; i < 8 * nblocks; i += 2 * nthreads) {
+        long long s[2], t_offset[2];
+        u64 t_bitmap[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+            const long long q = (i + u * nthreads) >> 3;
+            s[u] = q < nblocks ? __ldcg(order + q) : -1;
+            t_bitmap[u] = q < nblocks ? __ldcg(t_bitmaps + q) : 0ull;
+            t_offset[u] = q < nblocks ? __ldcg(t_offsets + q) : 0;
+        }
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+            if (s[u] >= 0) move_transposed_row(bitmaps, offsets, values, s[u], t_bitmap[u],
+                                               t_offset[u], (int)((i + u * nthreads) & 7),
+                                               t_values);
+        }
+    }
+}
+
+// ---- the two-kernel path -----------------------------------------------------
 
 extern "C" __global__ void bmsparse_transpose_blocks(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
@@ -51,15 +522,6 @@ __global__ void bmsparse_transpose_values(
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long q = tid >> 3;
     if (q >= nblocks) return;
-    const int r = (int)(tid & 7);
-    const long long s = order[q];
-    const u64 bitmap = bitmaps[s], t_bitmap = t_bitmaps[q];
-    const T* in = values + offsets[s];
-    T* out = t_values + t_offsets[q] + value_index(t_bitmap, bit_of(r, 0));
-    // row r of the transposed block holds column r of A's block, row t of A
-    // becoming column t
-    for (unsigned int rows = row_bits(t_bitmap, r); rows; rows &= rows - 1u) {
-        const int t = __ffs(rows) - 1;
-        *out++ = in[value_index(bitmap, bit_of(t, r))];
-    }
+    move_transposed_row(bitmaps, offsets, values, order[q], t_bitmaps[q], t_offsets[q],
+                        (int)(tid & 7), t_values);
 }

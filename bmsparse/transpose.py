@@ -1,10 +1,17 @@
 """The transpose of a bitmap matrix, block by block (no COO round trip).
 
 Block (i, j) becomes block (j, i) with its bitmap transposed, and its values
-move inside the block to the transposed bit order. Keys sorted by (block
-row, block column) are put in (block column, block row) order by a stable
-sort of the 32-bit block columns alone: the column-major block order, which
-the transposed products of :mod:`bmsparse.spmv` reuse. See ``transpose.cu``.
+move inside the block to the transposed bit order. The output blocks are A's
+blocks in column-major order: A's keys are sorted by (block row, block
+column), so sorting the blocks of each block column by their index in A is
+enough. That order and the block-column pointer, the column pointer of A,
+are what the transposed products of :mod:`bmsparse.spmv` and the task list
+use too; the matrix keeps them. See ``transpose.cu``.
+
+On the GPU one cooperative launch does it all (a counting sort of the block
+columns, then the blocks and the values of A.T); past its limits (2^32
+blocks or values, or block columns far outnumbering blocks) a sort of the
+block columns and three launches do.
 """
 
 from __future__ import annotations
@@ -20,8 +27,16 @@ from ._primitives import exclusive_scan, stable_argsort
 from ._sputils import get_array_module
 
 _KERNELS = "transpose.cu"
-_kernels.register(_KERNELS, {"bmsparse_transpose_blocks": (),
+_kernels.register(_KERNELS, {"bmsparse_transpose_columns": ("T",),
+                             "bmsparse_transpose_blocks": (),
                              "bmsparse_transpose_values": ("T",)})
+THREADS = 512  # BMSPARSE_TRANSPOSE_THREADS
+#: the one-launch kernel keeps counts of blocks and of values in the two
+#: halves of a uint64, and allocates a counter per block column: beyond
+#: these, the sort path
+_MAX_COUNT = (1 << 32) - 1
+_MAX_COLUMNS_PER_BLOCK = 8
+_MIN_COLUMNS = 1 << 20
 
 
 def column_order(keys: Any) -> Any:
@@ -34,8 +49,33 @@ def column_order(keys: Any) -> Any:
     return stable_argsort(xp, (keys & xp.uint64(COL_MASK)).astype(xp.uint32))
 
 
-def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any,
-              order: Any) -> tuple[Any, Any, Any, Any]:
+def column_pointer(keys: Any, nbcols: int) -> tuple[Any, Any]:
+    """A's blocks in column-major order and its block-column pointer.
+
+    Parameters
+    ----------
+    keys : uint64 [nblocks]
+    nbcols : int
+        Block columns of A.
+
+    Returns
+    -------
+    order : int64 [nblocks]
+        :func:`column_order` of ``keys``.
+    ptr : int64 [nbcols + 1]
+        The blocks of block column c are ``order[ptr[c]:ptr[c + 1]]``.
+    """
+    xp = get_array_module(keys)
+    if xp is not np and _one_launch(keys.shape[0], 0, nbcols):
+        return _columns_cuda(keys, None, None, None, nbcols)[4:]
+    order = column_order(keys)
+    cols = block_cols_of(keys)[order]
+    ptr = xp.searchsorted(cols, xp.arange(nbcols + 1, dtype=xp.int64)).astype(xp.int64)
+    return order, ptr
+
+
+def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbcols: int,
+              column: tuple[Any, Any] | None = None) -> tuple[Any, ...]:
     """Blocks of the transpose.
 
     Parameters
@@ -43,23 +83,73 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any,
     keys, bitmaps : uint64 [nblocks]
     offsets : int64 [nblocks + 1]
     values : T [nnz] or None
-    order : int64 [nblocks]
-        :func:`column_order` of ``keys``.
+    nnz : int
+        Values of A (``offsets[-1]``, known on the host).
+    nbcols : int
+        Block columns of A.
+    column : (order, ptr), optional
+        :func:`column_pointer` of ``keys``, when already known.
 
     Returns
     -------
     t_keys, t_bitmaps : uint64 [nblocks]
     t_offsets : int64 [nblocks + 1]
     t_values : T [nnz] or None
+    column : (order, ptr)
+        :func:`column_pointer` of ``keys``, to keep with A.
 
     Notes
     -----
-    O(nblocks + nnz) work after the sort; no sync. Values are only moved.
+    O(nblocks + nbcols + nnz) work and the sort of each block column; no
+    sync. Values are only moved.
     """
-    xp = get_array_module(keys, bitmaps, offsets, values, order)
+    xp = get_array_module(keys, bitmaps, offsets, values)
+    if xp is not np and _one_launch(keys.shape[0], nnz, nbcols):
+        out = _columns_cuda(keys, bitmaps, offsets, values, nbcols)
+        return (*out[:4], out[4:])
+    if column is None:
+        column = column_pointer(keys, nbcols)
+    order = column[0]
     if xp is np:
-        return _transpose_numpy(keys, bitmaps, offsets, values, order)
-    return _transpose_cuda(keys, bitmaps, offsets, values, order)
+        return (*_transpose_numpy(keys, bitmaps, offsets, values, order), column)
+    return (*_transpose_cuda(keys, bitmaps, offsets, values, order), column)
+
+
+def _one_launch(nblocks: int, nnz: int, nbcols: int) -> bool:
+    """True when the one-launch kernel takes A (see ``_MAX_COUNT``)."""
+    return (nblocks <= _MAX_COUNT and nnz <= _MAX_COUNT
+            and nbcols <= max(_MAX_COLUMNS_PER_BLOCK * nblocks, _MIN_COLUMNS))
+
+
+def _columns_cuda(keys, bitmaps, offsets, values, nbcols):
+    """``bmsparse_transpose_columns``: (t_keys, t_bitmaps, t_offsets, t_values,
+    order, ptr), the first four None without ``bitmaps``."""
+    import cupy
+
+    nblocks = keys.shape[0]
+    dtype = np.float64 if values is None else values.dtype
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_columns", T=dtype)
+    grid = min(_kernels.resident_blocks(kernel, THREADS),
+               max(-(-nblocks // THREADS), -(-nbcols // (THREADS // 32)), 1))
+    # the column counters, the barrier and the thread blocks' sums
+    work = cupy.zeros(nbcols + 2 + grid, dtype=cupy.uint64)
+    ptr = cupy.empty(nbcols + 1, dtype=cupy.int64)
+    placed = cupy.empty(nblocks, dtype=cupy.uint32)
+    order = cupy.empty(nblocks, dtype=cupy.int64)
+    null = np.uint64(0)
+    if bitmaps is None:
+        out = [None] * 4
+        args = (keys, null, null, null, nblocks, nbcols, 0, work, ptr, placed, order, null, null,
+                null, null)
+    else:
+        out = [cupy.empty(nblocks, dtype=cupy.uint64), cupy.empty(nblocks, dtype=cupy.uint64),
+               cupy.empty(nblocks + 1, dtype=cupy.int64),
+               None if values is None else cupy.empty_like(values)]
+        args = (keys, bitmaps, offsets, null if values is None else values, nblocks, nbcols,
+                1 if values is None else 2, work, ptr, placed, order, *out[:3],
+                null if values is None else out[3])
+    _kernels.launch(kernel, grid * THREADS, args, block=THREADS, cooperative=True)
+    return (*out, order, ptr)
 
 
 def _transpose_cuda(keys, bitmaps, offsets, values, order):

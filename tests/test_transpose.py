@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from bmsparse import BitmapMatrix, _format, transpose
 from bmsparse.testing import assert_equal
-from tests.cases import CASES, DTYPES, named, ours, random_matrix
+from tests.cases import CASES, DTYPES, host, named, ours, random_matrix
 from tests.helpers import assert_same_csr
 
 
@@ -78,25 +78,90 @@ def test_transpose_bitmaps_moves_bit_rc_to_cr(xp):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "complex128"])
-@pytest.mark.parametrize("case", ["tall", "full-block", "empty", "dense"])
-def test_stage_cuda_equals_numpy(case, dtype):
+def _stage(a: BitmapMatrix) -> tuple:
+    """The transpose stage's outputs for ``a``: blocks of A.T, then (order, ptr)."""
+    out = transpose.transpose(a.keys, a.bitmaps, a.offsets, a.values, a.nnz,
+                              _format.nblocks_along(a.shape[1]))
+    return (*out[:4], *out[4])
+
+
+def _assert_stages_equal(got: tuple, want: tuple) -> None:
     import cupy
 
-    a = BitmapMatrix(named(case, dtype))
-    order = transpose.column_order(a.keys)
-    want = transpose.transpose(a.keys, a.bitmaps, a.offsets, a.values, order)
-    d = a.to_device()
-    d_order = transpose.column_order(d.keys)
-    got = transpose.transpose(d.keys, d.bitmaps, d.offsets, d.values, d_order)
-    np.testing.assert_array_equal(d_order.get(), order)
     for g, w in zip(got, want, strict=True):
         if w is None:
             assert g is None
         else:
             assert isinstance(g, cupy.ndarray)
             np.testing.assert_array_equal(g.get(), w)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "sort"])
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "complex128"])
+@pytest.mark.parametrize("case", ["tall", "full-block", "empty", "dense", "wide"])
+def test_stage_cuda_equals_numpy(case, dtype, one_launch, monkeypatch):
+    if not one_launch:
+        monkeypatch.setattr(transpose, "_one_launch", lambda *args: False)
+    a = BitmapMatrix(named(case, dtype))
+    _assert_stages_equal(_stage(a.to_device()), _stage(a))
+
+
+def _column_lengths_matrix(lengths: list[int], dtype: str, seed: int,
+                           clustered: bool = False) -> sp.csr_array:
+    """A matrix whose block column j has blocks in ``lengths[j]`` random
+    block rows (``clustered``: the first rows and the last of 64 times as
+    many), each holding a few random entries."""
+    rng = np.random.default_rng(seed)
+    nbrows = max(lengths) * (64 if clustered else 1)
+    rows, cols = [], []
+    for j, length in enumerate(lengths):
+        if clustered:
+            brows = np.append(np.arange(length - 1), nbrows - 1) if length else np.arange(0)
+        else:
+            brows = rng.choice(nbrows, size=length, replace=False)
+        for _ in range(2):
+            rows.append(brows * 8 + rng.integers(0, 8, length))
+            cols.append(j * 8 + rng.integers(0, 8, length))
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    data = rng.integers(1, 9, rows.shape[0]).astype(dtype)
+    return sp.csr_array((data, (rows, cols)), shape=(8 * nbrows, 8 * len(lengths)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("clustered", [False, True], ids=["spread", "clustered"])
+@pytest.mark.parametrize("dtype", ["bool", "float64"])
+def test_one_launch_sorts_columns_of_every_length(dtype, clustered):
+    # a thread ranks a block in a column of up to 32, a warp sorts columns
+    # of up to 512 and the thread block longer ones, in shared memory up to
+    # BMSPARSE_TRANSPOSE_SHARED; by buckets of block rows when spread, by
+    # the bitonic network when clustered (one bucket overfull)
+    lengths = [1, 0, 31, 32, 33, 500, 8192, 8193, 9000, 2, 64]
+    a = BitmapMatrix(_column_lengths_matrix(lengths, dtype, seed=8, clustered=clustered))
+    d = a.to_device()
+    _assert_stages_equal(_stage(d), _stage(a))
+    np.testing.assert_array_equal(np.diff(_stage(a)[5]), lengths)
+    assert_same_csr(d.T.get().to_scipy(), a.to_scipy().T, rtol=0)
+
+
+@pytest.mark.gpu
+def test_column_pointer_alone_equals_numpy():
+    a = BitmapMatrix(_column_lengths_matrix([3, 40, 0, 1, 700], "float64", seed=9))
+    order, ptr = transpose.column_pointer(a.keys, 5)
+    d_order, d_ptr = transpose.column_pointer(a.to_device().keys, 5)
+    np.testing.assert_array_equal(d_order.get(), order)
+    np.testing.assert_array_equal(d_ptr.get(), ptr)
+
+
+def test_transpose_keeps_the_column_pointer_with_the_source(xp):
+    a = ours(_column_lengths_matrix([3, 40, 0, 1, 700], "float64", seed=10), xp)
+    t = a.T
+    t.keys  # noqa: B018 - computes the transpose
+    order, ptr = a._column_pointer()
+    keys = host(a.keys)
+    rows, cols = _format.block_rows_of(keys), _format.block_cols_of(keys)
+    np.testing.assert_array_equal(host(order), np.lexsort((rows, cols)))
+    np.testing.assert_array_equal(host(ptr), np.searchsorted(cols[host(order)], np.arange(6)))
 
 
 def test_product_with_lazy_transpose(xp):

@@ -88,7 +88,8 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbco
     nbcols : int
         Block columns of A.
     column : (order, ptr), optional
-        :func:`column_pointer` of ``keys``, when already known.
+        :func:`column_pointer` of ``keys``, when already known (the
+        one-launch kernel makes it again: it costs nothing more there).
 
     Returns
     -------

@@ -214,25 +214,33 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
     grid = (n + block - 1) // block
     if launch_hook is not None:
         launch_hook(kernel.name, n, grid, block)
-    # beyond 48 KiB in all (static shared memory included) a kernel must opt in
-    if shared_mem and shared_mem + kernel.shared_size_bytes > 48 * 1024 \
-            and kernel.max_dynamic_shared_size_bytes < shared_mem:
-        kernel.max_dynamic_shared_size_bytes = shared_mem
+    _allow_shared(kernel, shared_mem)
     if cooperative:
         kernel.kernel((grid,), (block,), tuple(cast), shared_mem, None, True)
     else:
         kernel((grid,), (block,), tuple(cast), shared_mem=shared_mem)
 
 
+def _allow_shared(kernel: Any, shared_mem: int) -> None:
+    """Let ``kernel`` take ``shared_mem`` bytes of dynamic shared memory:
+    beyond 48 KiB in all (static shared memory included) a kernel must opt
+    in, for its launches and for the occupancy calculator alike."""
+    if shared_mem and shared_mem + kernel.shared_size_bytes > 48 * 1024 \
+            and kernel.max_dynamic_shared_size_bytes < shared_mem:
+        kernel.max_dynamic_shared_size_bytes = shared_mem
+
+
 def resident_blocks(kernel: Any, block: int, shared_mem: int = 0) -> int:
-    """Thread blocks of ``block`` threads of ``kernel`` resident at once on
-    the current device (the occupancy calculator's figure: threads,
-    registers and shared memory), memoized."""
+    """Thread blocks of ``block`` threads of ``kernel``, each with
+    ``shared_mem`` bytes of dynamic shared memory, resident at once on the
+    current device (the occupancy calculator's figure: threads, registers,
+    shared memory and the runtime's reserve), memoized."""
     import cupy
 
     key = (id(kernel), block, shared_mem)
     count = _RESIDENT.get(key)
     if count is None:
+        _allow_shared(kernel, shared_mem)
         func = kernel.kernel
         per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
             func.ptr, block, shared_mem)

@@ -20,7 +20,6 @@ nothing proportional to the pairs is sorted or stored. See ``rowdense.cu``.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -58,10 +57,6 @@ MAX_COLUMNS = SPAN
 #: one output block with each other
 MAX_ROW_BLOCKS = 1024
 
-#: shared memory per unit besides the accumulator (the scans' warp sums)
-_STATIC_SHARED = 256
-
-
 def chooses(a: Any, b: Any) -> bool:
     """True when ``a @ b`` (no mask) runs on this path.
 
@@ -87,17 +82,13 @@ def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     """
     if get_array_module(a.keys, b.keys) is np:
         return rowmerge._merge_numpy(a, b, pairs, check)
-    import cupy
-
     parts, span = column_units(nblocks_along(b.shape[1]))
     nunits = nblocks_along(a.shape[0]) * parts
     shared = 12 * span
-    device = cupy.cuda.runtime.getDevice()
 
     def launch(stage: str, args: tuple[Any, ...]) -> None:
-        name = f"bmsparse_rowdense_{stage}"
-        kernel = _kernels.get_kernel(_KERNELS, name)
-        grid = min(nunits, _resident_blocks(device, name, shared))
+        kernel = _kernels.get_kernel(_KERNELS, f"bmsparse_rowdense_{stage}")
+        grid = min(nunits, _kernels.resident_blocks(kernel, THREADS, shared))
         _kernels.launch(kernel, grid * THREADS, args, block=THREADS, shared_mem=shared)
 
     return rowmerge.two_passes(a, b, parts, span, pairs, check, launch)
@@ -108,18 +99,3 @@ def column_units(nbcols: int) -> tuple[int, int]:
     ``nbcols`` columns in accumulators of at most ``SPAN``, evenly cut."""
     parts = max(-(-nbcols // SPAN), 1)
     return parts, max(-(-nbcols // parts), 1)
-
-
-@functools.cache
-def _resident_blocks(device: int, name: str, shared: int) -> int:
-    """Thread blocks of kernel ``name`` that run at once on ``device`` (by
-    threads, shared memory and registers)."""
-    import cupy
-
-    attributes = cupy.cuda.Device(device).attributes
-    registers = max(_kernels.get_kernel(_KERNELS, name).num_regs, 1) * THREADS
-    per_unit = shared + _STATIC_SHARED + 1024  # the runtime reserves 1 KiB per block
-    per_sm = min(2048 // THREADS,
-                 attributes["MaxSharedMemoryPerMultiprocessor"] // per_unit,
-                 attributes["MaxRegistersPerMultiprocessor"] // registers)
-    return attributes["MultiProcessorCount"] * max(per_sm, 1)

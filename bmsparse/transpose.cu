@@ -140,20 +140,58 @@ __device__ __forceinline__ u64 value_count(const Columns<T>& k, long long s)
     return k.outputs ? (u64)__popcll(k.bitmaps[s]) : 0ull;
 }
 
+// a warp or the whole thread block sorting one column together: the
+// thread's place in the group, the group's size, its barrier, whether any
+// thread's `p` holds, and an exclusive scan over the group
+template <bool WHOLE_BLOCK>
+__device__ __forceinline__ int group_rank() { return WHOLE_BLOCK ? threadIdx.x : threadIdx.x & 31; }
+
+template <bool WHOLE_BLOCK>
+__device__ __forceinline__ int group_size() { return WHOLE_BLOCK ? blockDim.x : 32; }
+
 template <bool WHOLE_BLOCK>
 __device__ __forceinline__ void group_sync()
 {
     if (WHOLE_BLOCK) __syncthreads(); else __syncwarp();
 }
 
+template <bool WHOLE_BLOCK>
+__device__ __forceinline__ bool group_any(bool p)
+{
+    return WHOLE_BLOCK ? __syncthreads_or(p) != 0 : __any_sync(0xffffffffu, p);
+}
+
+template <bool WHOLE_BLOCK>
+__device__ __forceinline__ u64 group_exclusive_scan(u64 v, u64* warp_sums, u64* total)
+{
+    return WHOLE_BLOCK ? block_exclusive_scan(v, warp_sums, total) : warp_exclusive_scan(v, total);
+}
+
+// the group's least `low` and greatest `high`, in place
+template <bool WHOLE_BLOCK>
+__device__ __forceinline__ void group_range(unsigned int* low, unsigned int* high)
+{
+    *low = __reduce_min_sync(0xffffffffu, *low);
+    *high = __reduce_max_sync(0xffffffffu, *high);
+    if (!WHOLE_BLOCK) return;
+    __shared__ unsigned int block_low, block_high;
+    if (threadIdx.x == 0) { block_low = 0xffffffffu; block_high = 0u; }
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) { atomicMin(&block_low, *low); atomicMax(&block_high, *high); }
+    __syncthreads();
+    *low = block_low;
+    *high = block_high;
+    __syncthreads();  // before the next call resets them
+}
+
 // ascending sort of a[0, n) (shared or global memory) by a warp or the whole
-// thread block, `rank` being the thread's place among its `size` threads: a
-// bitonic network in its all-ascending form (the first step of each merge
+// thread block: a bitonic network in its all-ascending form (the first step of each merge
 // compares mirrored elements), so the elements past n of the next power of
 // two act as +infinity and are never compared
 template <bool WHOLE_BLOCK, typename I, typename V>
-__device__ void group_sort(V* a, I n, int rank, int size)
+__device__ void group_sort(V* a, I n)
 {
+    const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
     I width_max = 1;
     while (width_max < n) width_max <<= 1;
     const I pairs = width_max >> 1;
@@ -176,49 +214,47 @@ __device__ void group_sort(V* a, I n, int rank, int size)
     }
 }
 
-// out[0, n) = in[0, n) sorted, by the whole thread block: a bucket per
-// thread by value range (the blocks of a long column spread over A's rows),
-// then each thread sorts its bucket by insertion. False, with `out`
+// out[0, n) = in[0, n) sorted, by a warp or the whole thread block: a
+// bucket per thread by value range (the blocks of a column spread over A's
+// rows), then each thread sorts its bucket by insertion. False, with `out`
 // unsorted, when a bucket holds more than BMSPARSE_TRANSPOSE_BUCKET values.
-// `counts`: shared memory for one count per thread.
-template <typename V>
-__device__ bool bucket_sort(const unsigned int* in, long long n, V* out, unsigned int* counts,
+// `counts`: shared memory for one count per thread of the group.
+template <bool WHOLE_BLOCK, typename I, typename V>
+__device__ bool bucket_sort(const unsigned int* in, I n, V* out, unsigned int* counts,
                             u64* warp_sums)
 {
-    __shared__ unsigned int low, high;
-    __shared__ int overfull;
-    if (threadIdx.x == 0) { low = 0xffffffffu; high = 0u; overfull = 0; }
-    counts[threadIdx.x] = 0u;
-    __syncthreads();
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+    const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
+    unsigned int low = 0xffffffffu, high = 0u;
+    for (I i = rank; i < n; i += size) {
         const unsigned int v = __ldcg(in + i);
-        atomicMin(&low, v);
-        atomicMax(&high, v);
+        low = min(low, v);
+        high = max(high, v);
     }
-    __syncthreads();
+    group_range<WHOLE_BLOCK>(&low, &high);
     const u64 span = (u64)(high - low) + 1ull;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x)
-        atomicAdd(counts + ((__ldcg(in + i) - low) * (u64)blockDim.x) / span, 1u);
-    __syncthreads();
-    const unsigned int count = counts[threadIdx.x];
-    if (count > BMSPARSE_TRANSPOSE_BUCKET) overfull = 1;
+    counts[rank] = 0u;
+    group_sync<WHOLE_BLOCK>();
+    for (I i = rank; i < n; i += size)
+        atomicAdd(counts + ((__ldcg(in + i) - low) * (u64)size) / span, 1u);
+    group_sync<WHOLE_BLOCK>();
+    const unsigned int count = counts[rank];
+    if (group_any<WHOLE_BLOCK>(count > BMSPARSE_TRANSPOSE_BUCKET)) return false;
     u64 total;
-    const long long start = (long long)block_exclusive_scan(count, warp_sums, &total);
-    counts[threadIdx.x] = (unsigned int)start;  // now the bucket's cursor
-    __syncthreads();
-    if (overfull) return false;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+    const I start = (I)group_exclusive_scan<WHOLE_BLOCK>(count, warp_sums, &total);
+    counts[rank] = (unsigned int)start;  // now the bucket's cursor
+    group_sync<WHOLE_BLOCK>();
+    for (I i = rank; i < n; i += size) {
         const unsigned int v = __ldcg(in + i);
-        out[atomicAdd(counts + ((v - low) * (u64)blockDim.x) / span, 1u)] = v;
+        out[atomicAdd(counts + ((v - low) * (u64)size) / span, 1u)] = v;
     }
-    __syncthreads();
-    for (long long i = start + 1; i < start + count; ++i) {
+    group_sync<WHOLE_BLOCK>();
+    for (I i = start + 1; i < start + (I)count; ++i) {
         const V v = out[i];
-        long long j = i - 1;
+        I j = i - 1;
         for (; j >= start && out[j] > v; --j) out[j + 1] = out[j];
         out[j + 1] = v;
     }
-    __syncthreads();
+    group_sync<WHOLE_BLOCK>();
     return true;
 }
 
@@ -257,8 +293,7 @@ template <bool WHOLE_BLOCK, typename T, typename V>
 __device__ void write_sorted(const Columns<T>& k, long long c, long long lo, const V* a,
                              long long n, u64* warp_sums)
 {
-    const int rank = WHOLE_BLOCK ? threadIdx.x : threadIdx.x & 31;
-    const int size = WHOLE_BLOCK ? blockDim.x : 32;
+    const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
     const long long run = (n + size - 1) / size;
     const long long i0 = rank * run < n ? rank * run : n;
     const long long i1 = i0 + run < n ? i0 + run : n;
@@ -266,8 +301,7 @@ __device__ void write_sorted(const Columns<T>& k, long long c, long long lo, con
     for (long long i = i0; i < i1; ++i)
         sum += value_count(k, (long long)a[i]);
     u64 at = (__ldcg(k.counters + c) >> 32)
-             + (WHOLE_BLOCK ? block_exclusive_scan(sum, warp_sums, &total)
-                            : warp_exclusive_scan(sum, &total));
+             + group_exclusive_scan<WHOLE_BLOCK>(sum, warp_sums, &total);
     for (long long i = i0; i < i1; i += 4) {
         long long s[4];
         u64 key[4], bitmap[4];
@@ -287,80 +321,24 @@ __device__ void write_sorted(const Columns<T>& k, long long c, long long lo, con
     }
 }
 
-// tile[0, n) = in[0, n) sorted, by a warp: a bucket per lane by value
-// range, then each lane sorts its bucket by insertion. False, with the tile
-// unsorted, when a bucket holds more than BMSPARSE_TRANSPOSE_BUCKET values.
-__device__ bool warp_bucket_sort(const unsigned int* in, int n, unsigned int* tile,
-                                 unsigned int* counts)
+// pass 4 for a column of more than BMSPARSE_TRANSPOSE_SHORT blocks, sorted
+// into `sorted` by a warp (up to BMSPARSE_TRANSPOSE_MEDIUM blocks, in its
+// slice of shared memory) or by the whole thread block (in shared memory
+// when the column fits `tile`, else in `order` itself: a sort in global
+// memory is several times slower, the surrogate's longest column of 7,861
+// blocks took 100 us): by buckets, else by the bitonic network
+template <bool WHOLE_BLOCK, typename T, typename I, typename V>
+__device__ void sort_column(const Columns<T>& k, long long c, long long lo, I n, V* sorted,
+                            unsigned int* counts, u64* warp_sums)
 {
-    const int lane = threadIdx.x & 31;
-    unsigned int low = 0xffffffffu, high = 0u;
-    for (int i = lane; i < n; i += 32) {
-        const unsigned int v = __ldcg(in + i);
-        low = min(low, v);
-        high = max(high, v);
+    if (!bucket_sort<WHOLE_BLOCK>(k.placed + lo, n, sorted, counts, warp_sums)) {
+        for (I i = group_rank<WHOLE_BLOCK>(); i < n; i += group_size<WHOLE_BLOCK>())
+            sorted[i] = __ldcg(k.placed + lo + i);
+        group_sync<WHOLE_BLOCK>();
+        group_sort<WHOLE_BLOCK>(sorted, n);
     }
-    low = __reduce_min_sync(0xffffffffu, low);
-    high = __reduce_max_sync(0xffffffffu, high);
-    const u64 span = (u64)(high - low) + 1ull;
-    counts[lane] = 0u;
-    __syncwarp();
-    for (int i = lane; i < n; i += 32) atomicAdd(counts + ((__ldcg(in + i) - low) * 32ull) / span, 1u);
-    __syncwarp();
-    const unsigned int count = counts[lane];
-    if (__any_sync(0xffffffffu, count > BMSPARSE_TRANSPOSE_BUCKET)) return false;
-    u64 total;
-    const int start = (int)warp_exclusive_scan(count, &total);
-    counts[lane] = (unsigned int)start;
-    __syncwarp();
-    for (int i = lane; i < n; i += 32) {
-        const unsigned int v = __ldcg(in + i);
-        tile[atomicAdd(counts + ((v - low) * 32ull) / span, 1u)] = v;
-    }
-    __syncwarp();
-    for (int i = start + 1; i < start + (int)count; ++i) {
-        const unsigned int v = tile[i];
-        int j = i - 1;
-        for (; j >= start && tile[j] > v; --j) tile[j + 1] = tile[j];
-        tile[j + 1] = v;
-    }
-    __syncwarp();
-    return true;
-}
-
-// pass 4 for a medium column (up to BMSPARSE_TRANSPOSE_MEDIUM blocks) by a
-// warp, in its slice of shared memory
-template <typename T>
-__device__ void sort_medium_column(const Columns<T>& k, long long c, unsigned int* tile,
-                                   unsigned int* counts)
-{
-    const int lane = threadIdx.x & 31;
-    const long long lo = __ldcg(k.ptr + c);
-    const int n = (int)(__ldcg(k.ptr + c + 1) - lo);
-    if (!warp_bucket_sort(k.placed + lo, n, tile, counts)) {
-        for (int i = lane; i < n; i += 32) tile[i] = __ldcg(k.placed + lo + i);
-        __syncwarp();
-        group_sort<false>(tile, n, lane, 32);
-    }
-    write_sorted<false>(k, c, lo, tile, n, nullptr);
-    __syncwarp();  // the slice is reused
-}
-
-// pass 4 for a long column by the whole thread block, in shared memory
-// when it fits `tile`, else in `order` itself: by buckets, else by the
-// bitonic network (a sort in global memory is several times slower: the
-// surrogate's longest column of 7,861 blocks took 100 us)
-template <typename T, typename V>
-__device__ void sort_long_column(const Columns<T>& k, long long c, long long lo, long long n,
-                                 V* sorted, unsigned int* counts, u64* warp_sums)
-{
-    if (!bucket_sort(k.placed + lo, n, sorted, counts, warp_sums)) {
-        for (long long i = threadIdx.x; i < n; i += blockDim.x) sorted[i] = __ldcg(k.placed + lo + i);
-        __syncthreads();
-        group_sort<true>(sorted, n, threadIdx.x, blockDim.x);
-    }
-    write_sorted<true>(k, c, lo, sorted, n, warp_sums);
-    __syncthreads();
+    write_sorted<WHOLE_BLOCK>(k, c, lo, sorted, (long long)n, warp_sums);
+    group_sync<WHOLE_BLOCK>();  // `sorted` is reused
 }
 
 // pass 4 for the columns longer than BMSPARSE_TRANSPOSE_SHORT: thread block
@@ -388,17 +366,20 @@ __device__ void sort_longer_columns(const Columns<T>& k, long long nbcols, unsig
             else if (n > BMSPARSE_TRANSPOSE_SHORT) medium[atomicAdd(&nmedium, 1)] = (unsigned int)c;
         }
         __syncthreads();
-        for (int m = warp; m < nmedium; m += BMSPARSE_TRANSPOSE_WARPS)
-            sort_medium_column(k, medium[m], tile + warp * BMSPARSE_TRANSPOSE_MEDIUM,
-                               bucket_counts + warp * 32);
+        for (int m = warp; m < nmedium; m += BMSPARSE_TRANSPOSE_WARPS) {
+            const long long c = medium[m], lo = __ldcg(k.ptr + c);
+            sort_column<false>(k, c, lo, (int)(__ldcg(k.ptr + c + 1) - lo),
+                               tile + warp * BMSPARSE_TRANSPOSE_MEDIUM, bucket_counts + warp * 32,
+                               nullptr);
+        }
         __syncthreads();
         // (the warps' bucket counts are free again)
         for (int m = 0; m < nlonger; ++m) {
             const long long c = longer[m], lo = __ldcg(k.ptr + c), n = __ldcg(k.ptr + c + 1) - lo;
             if (n <= BMSPARSE_TRANSPOSE_SHARED)
-                sort_long_column(k, c, lo, n, tile, bucket_counts, warp_sums);
+                sort_column<true>(k, c, lo, n, tile, bucket_counts, warp_sums);
             else  // order[lo + i] is written as it already is
-                sort_long_column(k, c, lo, n, k.order + lo, bucket_counts, warp_sums);
+                sort_column<true>(k, c, lo, n, k.order + lo, bucket_counts, warp_sums);
         }
         __syncthreads();
     }

@@ -10,6 +10,10 @@
 //                generation on, so one pair serves any number of barriers.
 // Data written before a barrier by other blocks is read after it with
 // __ldcg (through L2, not a possibly stale L1 line) or atomics.
+// grid_barrier_then(bar, last): the same, and the last thread block to arrive
+// runs last() with all its threads (the other blocks' writes visible to them)
+// before any block leaves: a step for one thread block between two passes,
+// such as a scan of the thread blocks' sums, without a second barrier.
 //
 // block_exclusive_scan / warp_exclusive_scan: exclusive scan of one u64 per
 // thread over the thread block (the whole warp), in thread order, and the
@@ -18,26 +22,38 @@
 
 typedef unsigned long long u64;
 
-__device__ __forceinline__ void grid_barrier(u64* bar)
+template <typename F>
+__device__ __forceinline__ void grid_barrier_then(u64* bar, F last)
 {
+    __shared__ bool is_last;
     __syncthreads();
+    volatile u64* generation = bar + 1;
+    u64 seen = 0;
     if (threadIdx.x == 0) {
-        volatile u64* generation = bar + 1;
-        const u64 seen = *generation;
+        seen = *generation;
         // the fence is cumulative: the block's writes, made visible to this
         // thread by __syncthreads, are ordered before the arrival
         __threadfence();
-        if (atomicAdd(bar, 1ull) == gridDim.x - 1ull) {
+        is_last = atomicAdd(bar, 1ull) == gridDim.x - 1ull;
+    }
+    __syncthreads();
+    if (is_last) {
+        __threadfence();
+        last();
+        __syncthreads();
+        if (threadIdx.x == 0) {
             atomicExch(bar, 0ull);
             __threadfence();
             atomicAdd(bar + 1, 1ull);
-        } else {
-            while (*generation == seen) __nanosleep(32);
         }
-        __threadfence();
+    } else if (threadIdx.x == 0) {
+        while (*generation == seen) __nanosleep(32);
     }
+    if (threadIdx.x == 0) __threadfence();
     __syncthreads();
 }
+
+__device__ __forceinline__ void grid_barrier(u64* bar) { grid_barrier_then(bar, [] {}); }
 
 // `warp_sums` is shared memory for 32 values; every thread of the block calls
 __device__ __forceinline__ u64 block_exclusive_scan(u64 v, u64* warp_sums, u64* total)

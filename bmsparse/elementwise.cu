@@ -1,152 +1,99 @@
-// elementwise.cu - C = A + B, A - B or A.multiply(B), in three kernels.
+// elementwise.cu - C = A + B, A - B or A.multiply(B), in one cooperative launch.
 //
 // The blocks of C are the union of the keys of A and B (for + and -) or
 // their intersection (for multiply). Their number is not known before the
-// merge, but it is bounded by a_nblocks + b_nblocks (by min(a_nblocks,
-// b_nblocks) for an intersection), and C's values by a_nnz + b_nnz: every
-// output array is allocated with that bound, the first c_nblocks (c_nnz)
-// entries are written, and c_sizes tells the host how many. The host reads
-// c_sizes once, at the end.
+// merge, but it is bounded by a_nblocks + b_nblocks (min(a_nblocks,
+// b_nblocks) for an intersection), and C's values by a_nnz + b_nnz
+// (min(a_nnz, b_nnz)): the outputs are allocated with those bounds and the
+// kernel reports how much it filled.
 //
-// How a pair of blocks combines (`combine`): OR for + and - of numbers (the
-// values decide which entries are zero), XOR for - of bools (scipy's
-// True - True is a dropped 0), AND for multiply. A block of C is kept when
-// the combined bitmap is not empty; for canonical operands (no empty
-// bitmap) that drops only matched blocks of XOR and AND.
-//
-// 1. bmsparse_elementwise_match, one thread per input block (of A, then of
-//    B for a union): binary search of the block's key in the other operand's
-//    keys. rank[t] is the other operand's block with the same key, or
-//    -1 - (number of its keys below) when there is none (a sign marks the
-//    match, as in Java's binarySearch). step[t] is what the block adds to the
-//    positions of the blocks after it, beyond its rank:
-//      A block: kept - matched (union), kept (intersection);
-//      B block: 1 if unmatched (B-only), -1 if matched and dropped, else 0.
-// 2. (host) before = exclusive scan of step.
-// 3. bmsparse_elementwise_scatter writes the blocks of C in key order. A
-//    block is at the number of C keys below it:
-//      kept A block i:  (union ? rank : 0) + before[i]
-//        (A's kept blocks before it plus B's unmatched keys below it: B's
-//        keys below minus those matched to A blocks before i)
-//      B-only block j:  rank + before[a_nblocks + j] - before[a_nblocks]
-//        (A's keys below it minus A's dropped ones, which are matched to B
-//        blocks before j, plus B-only blocks before j)
-//    c_nblocks = a_nblocks + (sum of B's steps) for a union, before[a_nblocks]
-//    for an intersection.
-// 4. (host) c_offsets = exclusive scan of c_counts (zero past c_nblocks).
-// 5. bmsparse_elementwise_{plus,minus,times}<T>: the values; 8 threads per
-//    block of C, thread r walks row r: an entry present in an operand takes
-//    the next value of that operand's row (values are in bit order, so they
-//    are met in order), an absent one is 0. scipy drops results that are
-//    exactly zero, so the bits whose value is not zero are returned too, and
-//    spgemm/compact.py removes the others when c_sizes[2] is not 0.
+// Every input block is a slot: A's blocks, then (for a union) B's. A slot
+// owes C the block of its key when it is A's, or B's with no twin in A. The
+// passes, separated by grid barriers (_cuda/grid.cuh); one launch instead of
+// about eleven (with two CuPy scans) is what makes the sum of two small
+// matrices cheap, as for transpose.cu:
+//   1. match: binary search of each slot's key in the other operand's keys (a
+//      thread per slot, so that a warp's searches overlap), then 8 threads
+//      per slot (thread r takes row r, so that no thread walks a dense block
+//      alone). rank[t] is the other operand's block with the same key, or -1
+//      - (number of its keys below) when there is none (a sign marks the
+//      match, as in Java's binarySearch). bits[t] is the bitmap of the block
+//      the slot owes: the entries whose value is not exactly zero (scipy
+//      drops them, stored zeros of the operands too), computed from the
+//      values now so that nothing is compacted later; for bools (no values)
+//      the bitmaps combined by `combine`: OR for +, XOR for - (scipy's True -
+//      True is a dropped 0), AND for multiply. 0 for a B slot with an A twin
+//      (the twin owes the block) and for a block whose entries all cancel;
+//   2. scan: exclusive scans over the slots of (bits != 0) and
+//      popcount(bits), blocks_before and values_before: each thread block
+//      sums its run of slots in pass 1, the last one to finish pass 1 scans
+//      those sums (grid_barrier_then), and each thread block scans its run
+//      after the sums of the runs before it;
+//   3. write, 8 threads per slot (thread r writes row r): C's blocks are in
+//      key order, so an owed block is at the number of C's keys below it:
+//        A slot i:  blocks_before[i] + (B's owed blocks among the rank
+//                   keys of B below it: blocks_before[a_nblocks + rank]
+//                   - blocks_before[a_nblocks]; none for an intersection)
+//        B slot j:  blocks_before[a_nblocks + j] - blocks_before[a_nblocks]
+//                   + blocks_before[A's keys below it]
+//      and its values likewise, by values_before. An entry present in an
+//      operand takes the next value of that operand's row (values are in
+//      bit order, so they are met in order), an absent one is 0.
+// The number of C's blocks and values are the scans' totals: written to
+// `sizes` (host memory the device can write, or null).
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
 //   long long a_offsets[a_nblocks + 1]  - value offsets of A's blocks
-//   T         a_values[a_nnz]           - values of A
+//   T         a_values[a_nnz]           - values of A (unused without values)
 //   u64       b_keys[b_nblocks], b_bitmaps[b_nblocks], long long b_offsets[b_nblocks + 1],
 //             T b_values[b_nnz]         - B
+//   long long op                        - BMSPARSE_OP_PLUS, _MINUS or _TIMES
 //   long long combine                   - BMSPARSE_COMBINE_OR, _XOR or _AND
-//   long long rank[n], step[n]          - out of match: n = a_nblocks + b_nblocks
-//                                         (union) or a_nblocks (intersection)
-//   long long before[n + 1]             - exclusive scan of step
-//   long long bound                     - length of the C block arrays:
-//                                         n (union), min(a_nblocks, b_nblocks)
-//   u64       c_keys[bound], c_bitmaps[bound] - out: keys, combined bitmaps of C
-//   long long c_a[bound], c_b[bound]    - out: A's and B's block of each C block, or -1
-//   long long c_counts[bound]           - out: popcount of c_bitmaps, 0 past c_nblocks
-//   long long c_offsets[bound + 1]      - value offsets of C's blocks
-//   T         c_values[value bound]     - out: values of C (a_nnz + b_nnz, or
-//                                         min(a_nnz, b_nnz) for multiply)
-//   u64       c_nonzero[bound]          - out: bits of c_bitmaps whose value is not zero
-//   long long c_sizes[3]                - zeroed by the host; scatter writes
-//                                         [0] = c_nblocks, the host copies
-//                                         [1] = c_nnz, the value kernel adds
-//                                         [2] = blocks holding a zero value
+//   long long values                    - 1: compute values, 0: bools (bitmaps only)
+//   u64       work[4 n + 2 + 2 grid + 2] - scratch, n slots = a_nblocks + b_nblocks
+//                                         (union) or a_nblocks (intersection):
+//                                           rank[n] (as long long), bits[n],
+//                                           blocks_before[n + 1], values_before[n + 1],
+//                                           the thread blocks' sums [2 grid],
+//                                           the barrier [2], zeroed
+//   u64       c_keys[bound], c_bitmaps[bound] - out: blocks of C, bound = n or
+//                                         min(a_nblocks, b_nblocks)
+//   long long c_offsets[bound + 1]      - out: value offsets of C's blocks
+//   T         c_values[value bound]     - out: values of C
+//   long long sizes[2]                  - out, unless null: C's blocks and values
+// Only the first c_nblocks blocks (c_nblocks + 1 offsets, c_nnz values) are
+// written.
 //
-// Launch: match and scatter one thread per input block (n threads); the
-// value kernels 8 threads per C block (one per block row, consecutive lanes
-// of one warp), 8 * bound threads, those past c_sizes[0] leave at once.
-// Work: O(n log(a_nblocks + b_nblocks)) for match, O(n) for scatter,
-// O(8 * bound + a_nnz + b_nnz) for the values.
-// Deterministic: every output is written by one thread; c_sizes[2] is an
-// integer count.
+// Launch: a cooperative grid of BMSPARSE_ELEMENTWISE_THREADS-thread blocks,
+// at most as many as are resident at once.
+// Work: O(n log(a_nblocks + b_nblocks)) for the match, O(n + a_nnz + b_nnz)
+// for the rest; values are combined twice (to know which are zero, then to
+// write them), which costs less than compacting afterwards.
+// Deterministic: every output is written by one thread, the scans are of
+// integers.
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
+#include "_cuda/grid.cuh"
+
+#ifndef BMSPARSE_ELEMENTWISE_THREADS
+#define BMSPARSE_ELEMENTWISE_THREADS 256
+#endif
+#ifndef BMSPARSE_ELEMENTWISE_LOADS
+#define BMSPARSE_ELEMENTWISE_LOADS 8
+#endif
+
+#define BMSPARSE_OP_PLUS 0
+#define BMSPARSE_OP_MINUS 1
+#define BMSPARSE_OP_TIMES 2
 
 #define BMSPARSE_COMBINE_OR 0
 #define BMSPARSE_COMBINE_XOR 1
 #define BMSPARSE_COMBINE_AND 2
 
-__device__ __forceinline__ u64 combine_bitmaps(long long combine, u64 a, u64 b) {
+__device__ __forceinline__ u64 combine_bitmaps(int combine, u64 a, u64 b) {
     return combine == BMSPARSE_COMBINE_AND ? (a & b)
          : combine == BMSPARSE_COMBINE_XOR ? (a ^ b) : (a | b);
-}
-
-extern "C" __global__ void bmsparse_elementwise_match(
-    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps, long long a_nblocks,
-    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps, long long b_nblocks,
-    long long combine, long long* __restrict__ rank, long long* __restrict__ step)
-{
-    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const bool unite = combine != BMSPARSE_COMBINE_AND;
-    if (t >= (unite ? a_nblocks + b_nblocks : a_nblocks)) return;
-    const bool from_a = t < a_nblocks;
-    const long long i = from_a ? t : t - a_nblocks;
-    const u64* __restrict__ other_keys = from_a ? b_keys : a_keys;
-    const u64* __restrict__ other_bitmaps = from_a ? b_bitmaps : a_bitmaps;
-    const long long other_n = from_a ? b_nblocks : a_nblocks;
-    const u64 key = from_a ? a_keys[i] : b_keys[i];
-    const long long r = lower_bound(other_keys, other_n, key);
-    const bool hit = r < other_n && other_keys[r] == key;
-    rank[t] = hit ? r : -1 - r;
-    const u64 own = from_a ? a_bitmaps[i] : b_bitmaps[i];
-    const bool kept = combine_bitmaps(combine, own, hit ? other_bitmaps[r] : 0ull) != 0ull;
-    if (from_a) step[t] = (long long)kept - (long long)(unite && hit);
-    else step[t] = hit ? -(long long)!kept : 1ll;
-}
-
-extern "C" __global__ void bmsparse_elementwise_scatter(
-    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps, long long a_nblocks,
-    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps, long long b_nblocks,
-    long long combine, const long long* __restrict__ rank, const long long* __restrict__ before,
-    long long bound, u64* __restrict__ c_keys, long long* __restrict__ c_a,
-    long long* __restrict__ c_b, u64* __restrict__ c_bitmaps, long long* __restrict__ c_counts,
-    long long* __restrict__ c_sizes)
-{
-    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const bool unite = combine != BMSPARSE_COMBINE_AND;
-    const long long n = unite ? a_nblocks + b_nblocks : a_nblocks;
-    if (t >= n) return;
-    const long long c_nblocks = unite ? a_nblocks + before[n] - before[a_nblocks] : before[n];
-    if (t == 0) c_sizes[0] = c_nblocks;
-    // the scan of the counts runs over the whole bound: the slots no block
-    // takes count 0 (bound <= n, so every slot has a thread)
-    if (t >= c_nblocks && t < bound) c_counts[t] = 0;
-    const long long r = rank[t];
-    const bool hit = r >= 0;
-    const long long below = hit ? r : -1 - r;
-    long long q;
-    u64 bitmap;
-    if (t < a_nblocks) {
-        bitmap = combine_bitmaps(combine, a_bitmaps[t], hit ? b_bitmaps[below] : 0ull);
-        if (!bitmap) return;  // dropped (an intersection's unmatched block, or a XOR of equals)
-        q = (unite ? below : 0) + before[t];
-        c_keys[q] = a_keys[t];
-        c_a[q] = t;
-        c_b[q] = hit ? below : -1;
-    } else {
-        if (hit) return;  // its A twin writes the block
-        const long long j = t - a_nblocks;
-        bitmap = b_bitmaps[j];
-        q = below + before[t] - before[a_nblocks];
-        c_keys[q] = b_keys[j];
-        c_a[q] = -1;
-        c_b[q] = j;
-    }
-    c_bitmaps[q] = bitmap;
-    c_counts[q] = __popcll(bitmap);
 }
 
 template <typename R>
@@ -154,99 +101,267 @@ __device__ __forceinline__ bm_complex<R> operator-(const bm_complex<R>& a, const
     return bm_complex<R>(a.re - b.re, a.im - b.im);
 }
 
-struct bm_op_plus {
-    template <typename T> __device__ __forceinline__ static T apply(const T& a, const T& b) { return a + b; }
+template <typename T>
+__device__ __forceinline__ T apply_op(int op, const T& a, const T& b) {
+    return op == BMSPARSE_OP_TIMES ? a * b : op == BMSPARSE_OP_MINUS ? a - b : a + b;
+}
+
+// what the passes read and write
+template <typename T>
+struct Merge {
+    const u64* __restrict__ a_keys;
+    const u64* __restrict__ a_bitmaps;
+    const long long* __restrict__ a_offsets;
+    const T* __restrict__ a_values;
+    long long a_nblocks;
+    const u64* __restrict__ b_keys;
+    const u64* __restrict__ b_bitmaps;
+    const long long* __restrict__ b_offsets;
+    const T* __restrict__ b_values;
+    long long b_nblocks;
+    int op, combine, values;
+    long long* rank;        // [n]
+    u64* bits;              // [n]
+    u64* blocks_before;     // [n + 1]
+    u64* values_before;     // [n + 1]
 };
 
-struct bm_op_minus {
-    template <typename T> __device__ __forceinline__ static T apply(const T& a, const T& b) { return a - b; }
-};
-
-struct bm_op_times {
-    template <typename T> __device__ __forceinline__ static T apply(const T& a, const T& b) { return a * b; }
-};
-
-template <typename Op, typename T>
-__device__ __forceinline__ void merge_values(
-    const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
-    const T* __restrict__ a_values,
-    const u64* __restrict__ b_bitmaps, const long long* __restrict__ b_offsets,
-    const T* __restrict__ b_values,
-    const long long* __restrict__ c_a, const long long* __restrict__ c_b,
-    const u64* __restrict__ c_bitmaps, const long long* __restrict__ c_offsets,
-    long long* c_sizes, T* __restrict__ c_values, u64* __restrict__ c_nonzero)
+// the operands' blocks of slot t: A's block (or -1) and B's (or -1), from
+// its rank
+template <typename T>
+__device__ __forceinline__ void slot_blocks(const Merge<T>& m, long long t, long long rank,
+                                            long long* ia, long long* ib)
 {
-    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const long long q = tid >> 3;
-    if (q >= c_sizes[0]) return;  // the 8 threads of a block leave together
-    const int r = (int)(tid & 7);
-    const unsigned int group = 0xffu << (threadIdx.x & 24u);
-    const long long ia = c_a[q], ib = c_b[q];
-    const u64 a_bm = ia >= 0 ? a_bitmaps[ia] : 0ull;
-    const u64 b_bm = ib >= 0 ? b_bitmaps[ib] : 0ull;
-    const u64 c_bm = c_bitmaps[q];
+    const bool from_a = t < m.a_nblocks;
+    const long long own = from_a ? t : t - m.a_nblocks, other = rank >= 0 ? rank : -1;
+    *ia = from_a ? own : other;
+    *ib = from_a ? other : own;
+}
+
+// row r of op(A's block ia, B's block ib) (-1: an absent operand, all 0),
+// over the columns of `row`: calls emit(c, value) in column order. The
+// values of BMSPARSE_ELEMENTWISE_LOADS columns at a time are loaded first,
+// so that their loads overlap: all 8 at once take twice the registers of 2,
+// but were the fastest on an H100 (bcsstk33 + its transpose: 33 us against
+// 45 us for 2, 49 us loading one value at a time).
+template <typename T, typename Emit>
+__device__ __forceinline__ void row_values(const Merge<T>& m, long long ia, long long ib, int r,
+                                           unsigned int row, Emit emit)
+{
+    const u64 a_bm = ia >= 0 ? m.a_bitmaps[ia] : 0ull, b_bm = ib >= 0 ? m.b_bitmaps[ib] : 0ull;
     const unsigned int a_row = row_bits(a_bm, r), b_row = row_bits(b_bm, r);
-    const unsigned int c_row = row_bits(c_bm, r);
-    const T* a_val = ia >= 0 ? a_values + a_offsets[ia] + value_index(a_bm, bit_of(r, 0)) : a_values;
-    const T* b_val = ib >= 0 ? b_values + b_offsets[ib] + value_index(b_bm, bit_of(r, 0)) : b_values;
-    T* out = c_values + c_offsets[q] + value_index(c_bm, bit_of(r, 0));
-    unsigned int nonzero = 0;
+    const T* a_val = ia >= 0 ? m.a_values + m.a_offsets[ia] + value_index(a_bm, bit_of(r, 0)) : m.a_values;
+    const T* b_val = ib >= 0 ? m.b_values + m.b_offsets[ib] + value_index(b_bm, bit_of(r, 0)) : m.b_values;
+#pragma unroll 1
+    for (int c0 = 0; c0 < 8; c0 += BMSPARSE_ELEMENTWISE_LOADS) {
+        if (!(row >> c0)) break;
+        T av[BMSPARSE_ELEMENTWISE_LOADS], bv[BMSPARSE_ELEMENTWISE_LOADS];
 #pragma unroll
-    for (int c = 0; c < 8; ++c) {
-        const bool in_a = (a_row >> c) & 1u, in_b = (b_row >> c) & 1u;
-        const T av = in_a ? *a_val++ : T(0);
-        const T bv = in_b ? *b_val++ : T(0);
-        if ((c_row >> c) & 1u) {
-            const T v = Op::apply(av, bv);
-            *out++ = v;
-            if (!is_zero(v)) nonzero |= 1u << c;
+        for (int u = 0; u < BMSPARSE_ELEMENTWISE_LOADS; ++u) {
+            const int c = c0 + u;
+            const unsigned int before = (1u << c) - 1u;
+            av[u] = (a_row >> c) & 1u ? a_val[__popc(a_row & before)] : T(0);
+            bv[u] = (b_row >> c) & 1u ? b_val[__popc(b_row & before)] : T(0);
+        }
+#pragma unroll
+        for (int u = 0; u < BMSPARSE_ELEMENTWISE_LOADS; ++u)
+            if ((row >> (c0 + u)) & 1u) emit(c0 + u, apply_op(m.op, av[u], bv[u]));
+    }
+}
+
+// pass 1, the search: slot t's rank
+template <typename T>
+__device__ __forceinline__ long long search_slot(const Merge<T>& m, long long t)
+{
+    const bool from_a = t < m.a_nblocks;
+    const u64* __restrict__ other_keys = from_a ? m.b_keys : m.a_keys;
+    const long long other_n = from_a ? m.b_nblocks : m.a_nblocks;
+    const u64 key = from_a ? m.a_keys[t] : m.b_keys[t - m.a_nblocks];
+    const long long below = lower_bound(other_keys, other_n, key);
+    const long long rank = below < other_n && other_keys[below] == key ? below : -1 - below;
+    m.rank[t] = rank;
+    return rank;
+}
+
+// pass 1, the bits: row r of slot t, 8 threads per slot (consecutive lanes)
+// and every lane of the warp calling (`active` false past the slots): the
+// bitmap the slot owes, on each of its threads
+template <typename T>
+__device__ __forceinline__ u64 slot_bits(const Merge<T>& m, long long t, long long rank, int r,
+                                         bool active)
+{
+    u64 bits = 0;
+    if (active && (t < m.a_nblocks || rank < 0)) {
+        long long ia, ib;
+        slot_blocks(m, t, rank, &ia, &ib);
+        const u64 candidates = combine_bitmaps(m.combine, ia >= 0 ? m.a_bitmaps[ia] : 0ull,
+                                               ib >= 0 ? m.b_bitmaps[ib] : 0ull);
+        const unsigned int row = row_bits(candidates, r);
+        if (!m.values) {
+            bits = (u64)row << (r << 3);
+        } else if (row) {
+            row_values(m, ia, ib, r, row, [&](int c, const T& v) {
+                if (!is_zero(v)) bits |= 1ull << bit_of(r, c);
+            });
         }
     }
-    u64 block_nonzero = (u64)nonzero << (r << 3);
 #pragma unroll
-    for (int s = 1; s < 8; s <<= 1) block_nonzero |= __shfl_xor_sync(group, block_nonzero, s);
-    if (r == 0) {
-        c_nonzero[q] = block_nonzero;
-        if (block_nonzero != c_bm) atomicAdd((unsigned long long*)(c_sizes + 2), 1ull);
+    for (int s = 1; s < 8; s <<= 1) bits |= __shfl_xor_sync(0xffffffffu, bits, s);
+    if (active && r == 0) m.bits[t] = bits;
+    return bits;
+}
+
+// between passes 1 and 2, by the last thread block to finish pass 1: an
+// exclusive scan in place of the thread blocks' (blocks, values) sums, each
+// thread adding a run of them
+__device__ void scan_block_sums(u64* sums, u64* warp_sums)
+{
+    const long long run = (gridDim.x + blockDim.x - 1) / blockDim.x;
+    const long long lo = min(threadIdx.x * run, (long long)gridDim.x);
+    const long long hi = min(lo + run, (long long)gridDim.x);
+    u64 blocks = 0, values = 0, total;
+    for (long long b = lo; b < hi; ++b) {
+        blocks += __ldcg(sums + 2 * b);
+        values += __ldcg(sums + 2 * b + 1);
+    }
+    blocks = block_exclusive_scan(blocks, warp_sums, &total);
+    values = block_exclusive_scan(values, warp_sums, &total);
+    for (long long b = lo; b < hi; ++b) {
+        const u64 own_blocks = __ldcg(sums + 2 * b), own_values = __ldcg(sums + 2 * b + 1);
+        sums[2 * b] = blocks;
+        sums[2 * b + 1] = values;
+        blocks += own_blocks;
+        values += own_values;
     }
 }
 
-// one kernel per operation, so each compiles its operation inline
+// pass 2: exclusive scans of (bits != 0) and popcount(bits) over the
+// thread block's run of slots [lo, hi), after the (blocks, values) of the
+// runs before it; the thread block ending the slots writes the totals
 template <typename T>
-__global__ void bmsparse_elementwise_plus(
-    const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
-    const T* __restrict__ a_values, const u64* __restrict__ b_bitmaps,
-    const long long* __restrict__ b_offsets, const T* __restrict__ b_values,
-    const long long* __restrict__ c_a, const long long* __restrict__ c_b,
-    const u64* __restrict__ c_bitmaps, const long long* __restrict__ c_offsets,
-    long long* c_sizes, T* __restrict__ c_values, u64* __restrict__ c_nonzero)
+__device__ void scan_slots(const Merge<T>& m, long long n, long long lo, long long hi,
+                           u64 blocks, u64 values, u64* warp_sums, long long* c_offsets,
+                           long long* sizes)
 {
-    merge_values<bm_op_plus, T>(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, c_a,
-                                c_b, c_bitmaps, c_offsets, c_sizes, c_values, c_nonzero);
+    u64 total;
+    for (long long t0 = lo; t0 < hi; t0 += blockDim.x) {
+        const long long t = t0 + threadIdx.x;
+        const u64 bits = t < hi ? __ldcg(m.bits + t) : 0ull;
+        const u64 at_block = blocks + block_exclusive_scan(bits != 0ull, warp_sums, &total);
+        blocks += total;
+        const u64 at_value = values + block_exclusive_scan(__popcll(bits), warp_sums, &total);
+        values += total;
+        if (t < hi) {
+            m.blocks_before[t] = at_block;
+            m.values_before[t] = at_value;
+        }
+    }
+    if (hi == n && lo < hi && threadIdx.x == 0) {
+        m.blocks_before[n] = blocks;
+        m.values_before[n] = values;
+        c_offsets[blocks] = (long long)values;
+        if (sizes) {
+            sizes[0] = (long long)blocks;
+            sizes[1] = (long long)values;
+        }
+    }
+}
+
+// pass 3: C's block and values owed by slot t (written by 8 threads, r its row)
+template <typename T>
+__device__ __forceinline__ void write_slot(const Merge<T>& m, long long t, int r,
+                                           u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
+                                           long long* __restrict__ c_offsets,
+                                           T* __restrict__ c_values)
+{
+    const u64 bits = __ldcg(m.bits + t);
+    if (!bits) return;
+    const long long rank = __ldcg(m.rank + t);
+    const long long na = m.a_nblocks, below = rank >= 0 ? rank : -1 - rank;
+    // its rank among its own operand's owed blocks, plus the other's below its key
+    u64 q, offset;
+    if (t < na) {
+        q = __ldcg(m.blocks_before + t);
+        offset = __ldcg(m.values_before + t);
+        if (m.combine != BMSPARSE_COMBINE_AND) {
+            q += __ldcg(m.blocks_before + na + below) - __ldcg(m.blocks_before + na);
+            offset += __ldcg(m.values_before + na + below) - __ldcg(m.values_before + na);
+        }
+    } else {
+        q = __ldcg(m.blocks_before + t) - __ldcg(m.blocks_before + na)
+            + __ldcg(m.blocks_before + below);
+        offset = __ldcg(m.values_before + t) - __ldcg(m.values_before + na)
+                 + __ldcg(m.values_before + below);
+    }
+    if (r == 0) {
+        c_keys[q] = t < na ? m.a_keys[t] : m.b_keys[t - na];
+        c_bitmaps[q] = bits;
+        c_offsets[q] = (long long)offset;
+    }
+    const unsigned int row = row_bits(bits, r);
+    if (!m.values || !row) return;
+    long long ia, ib;
+    slot_blocks(m, t, rank, &ia, &ib);
+    T* out = c_values + offset + value_index(bits, bit_of(r, 0));
+    row_values(m, ia, ib, r, row, [&](int, const T& v) { *out++ = v; });
 }
 
 template <typename T>
-__global__ void bmsparse_elementwise_minus(
-    const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
-    const T* __restrict__ a_values, const u64* __restrict__ b_bitmaps,
-    const long long* __restrict__ b_offsets, const T* __restrict__ b_values,
-    const long long* __restrict__ c_a, const long long* __restrict__ c_b,
-    const u64* __restrict__ c_bitmaps, const long long* __restrict__ c_offsets,
-    long long* c_sizes, T* __restrict__ c_values, u64* __restrict__ c_nonzero)
+__global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS) bmsparse_elementwise_merge(
+    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
+    const long long* __restrict__ a_offsets, const T* __restrict__ a_values, long long a_nblocks,
+    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ b_offsets, const T* __restrict__ b_values, long long b_nblocks,
+    long long op, long long combine, long long values, u64* work, u64* __restrict__ c_keys,
+    u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets, T* __restrict__ c_values,
+    long long* sizes)
 {
-    merge_values<bm_op_minus, T>(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, c_a,
-                                 c_b, c_bitmaps, c_offsets, c_sizes, c_values, c_nonzero);
-}
+    __shared__ u64 warp_sums[32];
+    const bool unite = combine != BMSPARSE_COMBINE_AND;
+    const long long n = unite ? a_nblocks + b_nblocks : a_nblocks;
+    Merge<T> m = {a_keys, a_bitmaps, a_offsets, a_values, a_nblocks,
+                  b_keys, b_bitmaps, b_offsets, b_values, b_nblocks,
+                  (int)op, (int)combine, (int)values,
+                  (long long*)work, work + n, work + 2 * n, work + 3 * n + 1};
+    u64* block_sums = work + 4 * n + 2;
+    u64* bar = block_sums + 2 * gridDim.x;
+    // each thread block matches and scans one run of slots
+    const long long run = (n + gridDim.x - 1) / gridDim.x;
+    const long long lo = min(blockIdx.x * run, n), hi = min(lo + run, n);
 
-template <typename T>
-__global__ void bmsparse_elementwise_times(
-    const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
-    const T* __restrict__ a_values, const u64* __restrict__ b_bitmaps,
-    const long long* __restrict__ b_offsets, const T* __restrict__ b_values,
-    const long long* __restrict__ c_a, const long long* __restrict__ c_b,
-    const u64* __restrict__ c_bitmaps, const long long* __restrict__ c_offsets,
-    long long* c_sizes, T* __restrict__ c_values, u64* __restrict__ c_nonzero)
-{
-    merge_values<bm_op_times, T>(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, c_a,
-                                 c_b, c_bitmaps, c_offsets, c_sizes, c_values, c_nonzero);
+    // 1. match, by chunks of BMSPARSE_ELEMENTWISE_THREADS slots: a thread per
+    // slot searches (the searches overlap), then 8 threads per slot (so that
+    // no thread walks a dense block alone), 32 slots at a time. The bounds are
+    // the same for the whole thread block, so whole warps shuffle.
+    __shared__ long long ranks[BMSPARSE_ELEMENTWISE_THREADS];
+    u64 blocks = 0, nvalues = 0, total;
+    for (long long t0 = lo; t0 < hi; t0 += blockDim.x) {
+        const long long t = t0 + threadIdx.x, chunk = min(hi - t0, (long long)blockDim.x);
+        if (t < hi) ranks[threadIdx.x] = search_slot(m, t);
+        __syncthreads();
+        for (int c0 = 0; c0 < chunk; c0 += blockDim.x / 8) {
+            const int c = c0 + threadIdx.x / 8;
+            const bool active = c < chunk;
+            const u64 bits = slot_bits(m, t0 + c, active ? ranks[c] : 0, threadIdx.x & 7, active);
+            if (active && (threadIdx.x & 7) == 0) {
+                blocks += bits != 0ull;
+                nvalues += __popcll(bits);
+            }
+        }
+        __syncthreads();  // before the next chunk's ranks
+    }
+    block_exclusive_scan(blocks, warp_sums, &total);
+    if (threadIdx.x == 0) block_sums[2 * blockIdx.x] = total;
+    block_exclusive_scan(nvalues, warp_sums, &total);
+    if (threadIdx.x == 0) block_sums[2 * blockIdx.x + 1] = total;
+    grid_barrier_then(bar, [&] { scan_block_sums(block_sums, warp_sums); });
+    // 2. scan
+    scan_slots(m, n, lo, hi, __ldcg(block_sums + 2 * blockIdx.x),
+               __ldcg(block_sums + 2 * blockIdx.x + 1), warp_sums, c_offsets, sizes);
+    grid_barrier(bar);
+    // 3. write (the stride is a multiple of 8: a slot's threads stay together)
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long nthreads = gridDim.x * (long long)blockDim.x;
+    for (long long i = tid; i < 8 * n; i += nthreads)
+        write_slot(m, i >> 3, (int)(i & 7), c_keys, c_bitmaps, c_offsets, c_values);
 }

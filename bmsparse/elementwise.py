@@ -1,26 +1,28 @@
 """Element-wise sums, differences and products of two bitmap matrices.
 
-The size of C is not known before its blocks are merged, but it is bounded:
-at most ``a_nblocks + b_nblocks`` blocks and ``a_nnz + b_nnz`` values (for an
-intersection, the smaller of the two). Every array is allocated with that
-bound, the device counts what it fills, and the host reads the counts once,
-at the end (``elementwise.cu`` draws the whole scheme):
+Every input block is a *slot*: A's blocks, then (for a union) B's. A slot
+owes C the block of its key when it is A's, or B's with no twin in A; C's
+blocks are therefore in key order without a sort. The size of C is not known
+before the merge, but it is bounded: at most ``a_nblocks + b_nblocks`` blocks
+and ``a_nnz + b_nnz`` values (for an intersection, the smaller of the two).
+Outputs are allocated with that bound and the device reports how much it
+filled (``elementwise.cu`` draws the whole scheme):
 
-1. :func:`match_blocks` finds each block's key in the other operand (a
-   binary search) and what the block adds to the positions after it.
-2. An exclusive scan of that gives every block of C its position (a merge
-   without a sort), and :func:`scatter_blocks` writes C's keys, its blocks
-   of A and B, and the OR (XOR, AND) of their bitmaps.
-3. An exclusive scan of the popcounts gives C's offsets.
-4. :func:`merge_values` computes every entry, values taken by their rank in
-   the block, and counts the blocks holding an exact zero.
-5. :func:`read_sizes` is the one read: the number of blocks, of values and
-   of blocks holding a zero. Only when there is a zero,
-   ``spgemm.compact.compact`` drops it, as scipy does.
+1. :func:`match_blocks` finds each slot's key in the other operand (a binary
+   search) and the bitmap of the block it owes: the entries whose value is
+   not exactly zero, so that nothing is compacted afterwards (scipy drops
+   exact zeros, stored zeros of the operands too).
+2. :func:`scan_slots`: exclusive scans of the owed blocks and of their
+   values give every block of C its place and its offset.
+3. :func:`write_blocks` writes C's keys, bitmaps, offsets and values.
+
+On the GPU one cooperative launch does the three stages (the NumPy functions
+are their host twins) and writes C's sizes to host memory: one launch and
+one sync in all.
 
 Bool (pattern) matrices need no values: their sum is the OR of the bitmaps,
 their difference the XOR (scipy's ``True - True`` is a dropped 0) and their
-product the AND; stages 1-3 and the read are all they take.
+product the AND.
 """
 
 from __future__ import annotations
@@ -35,15 +37,15 @@ from ._primitives import exclusive_scan
 from ._sputils import get_array_module, upcast
 
 _KERNELS = "elementwise.cu"
-#: operation -> kernel
-OPS = {"plus": "bmsparse_elementwise_plus", "minus": "bmsparse_elementwise_minus",
-       "times": "bmsparse_elementwise_times"}
-_kernels.register(_KERNELS, {"bmsparse_elementwise_match": (),
-                             "bmsparse_elementwise_scatter": (),
-                             **{name: ("T",) for name in OPS.values()}})
+_kernels.register(_KERNELS, {"bmsparse_elementwise_merge": ("T",)})
+THREADS = 256  # BMSPARSE_ELEMENTWISE_THREADS
+
+#: operation -> ``op`` of the kernel (``BMSPARSE_OP_*``)
+OPS = {"plus": 0, "minus": 1, "times": 2}
+_NUMPY_OPS = {"plus": np.add, "minus": np.subtract, "times": np.multiply}
 
 #: how the bitmaps of two blocks with the same key combine (``combine`` of
-#: the kernels, ``BMSPARSE_COMBINE_*`` in elementwise.cu)
+#: the kernel, ``BMSPARSE_COMBINE_*``)
 OR, XOR, AND = 0, 1, 2
 _COMBINE = {OR: np.bitwise_or, XOR: np.bitwise_xor, AND: np.bitwise_and}
 
@@ -81,8 +83,7 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     Notes
     -----
     O((a_nblocks + b_nblocks) log + a_nnz + b_nnz) work and memory. On the
-    GPU: five launches and one sync; when a result is exactly zero,
-    compaction syncs twice more. Deterministic: one operation per entry.
+    GPU: one launch and one sync. Deterministic: one operation per entry.
 
     Examples
     --------
@@ -95,42 +96,23 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
            [2., 3.]]), 3)
     """
     from ._matrix import BitmapMatrix
-    from .spgemm.compact import compact
 
     if a.shape != b.shape:
         raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
     dtype = upcast(a.dtype, b.dtype)
     combine = AND if op == "times" else XOR if dtype == np.bool_ and op == "minus" else OR
-    c_keys, c_a, c_b, c_bitmaps, c_offsets, c_sizes = _merge(a.keys, a.bitmaps, b.keys,
-                                                             b.bitmaps, combine)
-    if dtype == np.bool_:
-        nc, nnz, _ = read_sizes(c_sizes, c_offsets)
-        return BitmapMatrix._from_blocks(*_fit_blocks(c_keys, c_bitmaps, c_offsets, nc), None,
-                                         a.shape, nnz=nnz)
-    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
-    values_bound = min(a.nnz, b.nnz) if combine == AND else a.nnz + b.nnz
-    c_values, c_nonzero = merge_values(op, a.bitmaps, a.offsets, a.values, b.bitmaps,
-                                       b.offsets, b.values, c_a, c_b, c_bitmaps, c_offsets,
-                                       c_sizes, values_bound)
-    nc, nnz, zero_blocks = read_sizes(c_sizes, c_offsets)
-    if zero_blocks:
-        arrays = compact(c_keys[:nc], c_bitmaps[:nc], c_offsets[:nc + 1], c_values[:nnz],
-                         c_nonzero[:nc], zero_blocks)
-    else:
-        arrays = (*_fit_blocks(c_keys, c_bitmaps, c_offsets, nc),
-                  _cut(c_values, nnz, _wasteful(nnz, c_values.shape[0])))
-    return BitmapMatrix._from_blocks(*arrays, a.shape)
+    if dtype != np.bool_:
+        a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    a_blocks, b_blocks = _blocks(a, dtype), _blocks(b, dtype)
+    xp = get_array_module(*a_blocks[:3], *b_blocks[:3])
+    merge = _merge_numpy if xp is np else _merge_cuda
+    keys, bitmaps, offsets, values, nnz, _ = merge(a_blocks, b_blocks, op, combine)
+    return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, a.shape, nnz=nnz)
 
 
-def _merge(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
-           combine: int) -> tuple[Any, Any, Any, Any, Any, Any]:
-    """Stages 1-3: C's block arrays in bound-sized buffers, its offsets, and
-    ``c_sizes`` (see :func:`scatter_blocks`); no sync."""
-    xp = get_array_module(a_keys, a_bitmaps, b_keys, b_bitmaps)
-    rank, step = match_blocks(a_keys, a_bitmaps, b_keys, b_bitmaps, combine)
-    c_keys, c_a, c_b, c_bitmaps, c_counts, c_sizes = scatter_blocks(
-        a_keys, a_bitmaps, b_keys, b_bitmaps, combine, rank, exclusive_scan(xp, step))
-    return c_keys, c_a, c_b, c_bitmaps, exclusive_scan(xp, c_counts), c_sizes
+def _blocks(a: Any, dtype: np.dtype) -> tuple[Any, Any, Any, Any]:
+    """(keys, bitmaps, offsets, values) of ``a``, values None for bools."""
+    return a.keys, a.bitmaps, a.offsets, None if dtype == np.bool_ else a.values
 
 
 def block_bound(a_nblocks: int, b_nblocks: int, combine: int) -> int:
@@ -138,16 +120,126 @@ def block_bound(a_nblocks: int, b_nblocks: int, combine: int) -> int:
     return min(a_nblocks, b_nblocks) if combine == AND else a_nblocks + b_nblocks
 
 
-def match_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
-                 combine: int) -> tuple[Any, Any]:
-    """Stage 1: each block's match in the other operand, and its step.
+def _bounds(a_blocks: tuple, b_blocks: tuple, combine: int) -> tuple[int, int, int]:
+    """Slots, block bound and value bound of C."""
+    na, nb = a_blocks[0].shape[0], b_blocks[0].shape[0]
+    n = na if combine == AND else na + nb
+    if a_blocks[3] is None:
+        return n, block_bound(na, nb, combine), 0
+    a_nnz, b_nnz = a_blocks[3].shape[0], b_blocks[3].shape[0]
+    return n, block_bound(na, nb, combine), min(a_nnz, b_nnz) if combine == AND else a_nnz + b_nnz
+
+
+def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
+    """``bmsparse_elementwise_merge``: as :func:`_merge_numpy`; the stages'
+    arrays (views into the launch's scratch) only with ``stages``, else None.
+
+    Memory is allocated raw and C's arrays are made once its sizes are known:
+    on the GPU an ndarray (a view too) costs 3-5 us, as much as the whole
+    kernel for small matrices.
+    """
+    import cupy
+
+    n, bound, values_bound = _bounds(a_blocks, b_blocks, combine)
+    values = a_blocks[3]
+    blocks = cupy.cuda.alloc(8 * (3 * bound + 1))  # C's keys, bitmaps and offsets
+    c_values = None if values is None else cupy.cuda.alloc(values.itemsize * values_bound)
+    if n == 0:
+        blocks.memset_async(0, 8)
+        empty = (cupy.empty(0, cupy.int64), cupy.empty(0, cupy.uint64),
+                 cupy.zeros(1, cupy.uint64), cupy.zeros(1, cupy.uint64))
+        return _device_blocks(blocks, c_values, values, 0, 0, 0, 0) + (
+            empty if stages else None,)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_merge",
+                                 T=np.float64 if values is None else values.dtype)
+    grid = min(_kernels.resident_blocks(kernel, THREADS), -(-8 * n // THREADS))
+    # rank, bits, the two scans, the thread blocks' sums, the barrier (zeroed)
+    nwork = 4 * n + 2 + 2 * grid + 2
+    work = cupy.cuda.alloc(8 * nwork)
+    (work + 8 * (nwork - 2)).memset_async(0, 16)
+    report = _readback.host_words(2)
+    null = np.uint64(0)
+    na, nb = a_blocks[0].shape[0], b_blocks[0].shape[0]
+    _kernels.launch(kernel, grid * THREADS, (
+        *a_blocks[:3], null if values is None else values, na, *b_blocks[:3],
+        null if values is None else b_blocks[3], nb, OPS[op], combine,
+        int(values is not None), work.ptr, blocks.ptr, blocks.ptr + 8 * bound,
+        blocks.ptr + 16 * bound, 0 if values is None else c_values.ptr, report or 0),
+        block=THREADS, cooperative=True)
+    if report is None:
+        # sync: the sizes of C, its scans' totals
+        words = cupy.ndarray((nwork,), dtype=cupy.uint64, memptr=work)
+        nc, nnz = _readback.read_ints((words, 3 * n), (words, 4 * n + 1))
+    else:
+        nc, nnz = _readback.take_words(2)  # sync: the sizes of C, written by the kernel
+    if stages:
+        stages = tuple(cupy.ndarray((size,), dtype=dtype, memptr=work + 8 * start)
+                       for start, size, dtype in ((0, n, cupy.int64), (n, n, cupy.uint64),
+                                                  (2 * n, n + 1, cupy.uint64),
+                                                  (3 * n + 1, n + 1, cupy.uint64)))
+    return _device_blocks(blocks, c_values, values, bound, values_bound, nc, nnz) + (
+        stages or None,)
+
+
+def _device_blocks(blocks, c_values, values, bound, values_bound, nc, nnz):
+    """C's keys, bitmaps, offsets, values (None for bools) and nnz, as arrays
+    in the raw buffers of :func:`_merge_cuda`, exact-size copies where a
+    buffer would be mostly unused."""
+    copy = _wasteful(nc, bound)
+    out = [_device_array(blocks, start, size, dtype, copy)
+           for start, size, dtype in ((0, nc, np.uint64), (8 * bound, nc, np.uint64),
+                                      (16 * bound, nc + 1, np.int64))]
+    out.append(None if values is None else _device_array(
+        c_values, 0, nnz, values.dtype, _wasteful(nnz, values_bound)))
+    return (*out, nnz)
+
+
+def _device_array(memory: Any, start: int, size: int, dtype: Any, copy: bool) -> Any:
+    """A CuPy array of ``size`` elements at byte ``start`` of raw ``memory``,
+    or an exact-size copy of it."""
+    import cupy
+
+    array = cupy.ndarray((size,), dtype=dtype, memptr=memory + start if start else memory)
+    return array.copy() if copy else array
+
+
+def _merge_numpy(a_blocks, b_blocks, op, combine):
+    """The three stages on the host.
+
+    Returns
+    -------
+    keys, bitmaps, offsets, values, nnz
+        C's arrays (``values`` None for bools), views into the buffers of
+        :func:`write_blocks` unless most of a buffer is unused (then
+        exact-size copies).
+    stages : (rank, bits, blocks_before, values_before)
+        Of :func:`match_blocks` and :func:`scan_slots`.
+    """
+    n, bound, values_bound = _bounds(a_blocks, b_blocks, combine)
+    rank, bits = match_blocks(a_blocks, b_blocks, op, combine)
+    blocks_before, values_before = scan_slots(bits)
+    c_keys, c_bitmaps, c_offsets, c_values, nc, nnz = write_blocks(
+        a_blocks, b_blocks, op, combine, rank, bits, blocks_before, values_before, bound,
+        values_bound)
+    copy = _wasteful(nc, bound)
+    values = None if c_values is None else _cut(c_values, nnz, _wasteful(nnz, values_bound))
+    return (_cut(c_keys, nc, copy), _cut(c_bitmaps, nc, copy), _cut(c_offsets, nc + 1, copy),
+            values, nnz, (rank, bits, blocks_before, values_before))
+
+
+def match_blocks(a_blocks: tuple, b_blocks: tuple, op: str,
+                 combine: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 1 (host): each slot's match in the other operand and the bitmap it owes.
 
     Parameters
     ----------
-    a_keys, a_bitmaps, b_keys, b_bitmaps : uint64 [a_nblocks], [b_nblocks]
-        Canonical blocks of A and B.
+    a_blocks, b_blocks : (keys, bitmaps, offsets, values)
+        uint64 [nblocks], uint64 [nblocks], int64 [nblocks + 1], T [nnz] or
+        None (bools): canonical blocks of A and B.
+    op : {"plus", "minus", "times"}
     combine : OR, XOR or AND
-        OR and XOR take the union of the keys, AND the intersection.
+        How the bitmaps of blocks with the same key combine; OR and XOR
+        take the union of the keys, AND the intersection.
 
     Returns
     -------
@@ -155,216 +247,141 @@ def match_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any,
         For A's blocks, then (for a union) B's: the other operand's block
         with the same key, or ``-1 - (number of its keys below)``.
         ``n = a_nblocks + b_nblocks`` for a union, ``a_nblocks`` otherwise.
-    step : int64 [n]
-        What each block adds to the positions in C of the blocks after it,
-        beyond their ranks: for A, kept - matched (union) or kept
-        (intersection); for B, 1 when unmatched, -1 when matched and
-        dropped (a XOR of equal bitmaps), else 0.
+    bits : uint64 [n]
+        The bitmap of the block of C the slot owes: its entries whose value
+        is not exactly zero (the combined bitmaps, for bools); 0 for a B
+        slot with an A twin and for a block that cancels.
     """
-    xp = get_array_module(a_keys, a_bitmaps, b_keys, b_bitmaps)
-    if xp is np:
-        return _match_numpy(a_keys, a_bitmaps, b_keys, b_bitmaps, combine)
-    na, nb = a_keys.shape[0], b_keys.shape[0]
-    n = na if combine == AND else na + nb
-    rank = xp.empty(n, dtype=xp.int64)
-    step = xp.empty(n, dtype=xp.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_match")
-    _kernels.launch(kernel, n, (a_keys, a_bitmaps, na, b_keys, b_bitmaps, nb, combine, rank,
-                                step))
-    return rank, step
+    a_keys, b_keys = a_blocks[0], b_blocks[0]
+    na = a_keys.shape[0]
+    rank = _search(b_keys, a_keys)
+    owes = np.ones(na, dtype=bool)
+    if combine != AND:
+        rank_b = _search(a_keys, b_keys)
+        rank, owes = np.concatenate([rank, rank_b]), np.concatenate([owes, rank_b < 0])
+    ia, ib = _slot_blocks(rank, na)
+    bits = np.where(owes, _COMBINE[combine](_bitmap_of(a_blocks, ia), _bitmap_of(b_blocks, ib)),
+                    np.uint64(0))
+    if a_blocks[3] is None:
+        return rank, bits
+    _, bit, v = _slot_values(bits, ia, ib, a_blocks, b_blocks, op)
+    # the kept bits of each slot are distinct, so their sum is their OR
+    kept = np.where(v != 0, np.uint64(1) << bit.astype(np.uint64), np.uint64(0))
+    counts = popcount(bits)
+    starts = np.cumsum(counts) - counts
+    nonzero = np.zeros(bits.shape[0], dtype=np.uint64)
+    nonzero[counts > 0] = np.add.reduceat(kept, starts[counts > 0]) if kept.size else 0
+    return rank, nonzero
 
 
-def _match_numpy(a_keys, a_bitmaps, b_keys, b_bitmaps, combine):
-    rank_a, hit_a, b_at_a = _search(b_keys, b_bitmaps, a_keys)
-    kept_a = (_COMBINE[combine](a_bitmaps, b_at_a) != 0).astype(np.int64)
-    if combine == AND:
-        return rank_a, kept_a
-    rank_b, hit_b, a_at_b = _search(a_keys, a_bitmaps, b_keys)
-    dropped_b = (_COMBINE[combine](a_at_b, b_bitmaps) == 0).astype(np.int64)
-    step_b = np.where(hit_b, -dropped_b, 1)
-    return (np.concatenate([rank_a, rank_b]),
-            np.concatenate([kept_a - hit_a, step_b]).astype(np.int64))
+def scan_slots(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 2 (host): exclusive scans (int64 [n + 1]) of the slots' owed
+    blocks (``bits != 0``) and of their values (``popcount(bits)``)."""
+    return (exclusive_scan(np, (bits != 0).astype(np.int64)),
+            exclusive_scan(np, popcount(bits)))
 
 
-def _search(keys: np.ndarray, bitmaps: np.ndarray,
-            query: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rank (as :func:`match_blocks` encodes it), match flag and matched
-    bitmap (0 for none) of each ``query`` key among ``keys``."""
+def write_blocks(a_blocks: tuple, b_blocks: tuple, op: str, combine: int, rank: np.ndarray,
+                 bits: np.ndarray, blocks_before: np.ndarray, values_before: np.ndarray,
+                 bound: int, values_bound: int) -> tuple[Any, ...]:
+    """Stage 3 (host): C's blocks in key order, in buffers of the bounds' lengths.
+
+    Parameters
+    ----------
+    a_blocks, b_blocks, op, combine
+        As for :func:`match_blocks`.
+    rank, bits
+        From :func:`match_blocks`.
+    blocks_before, values_before
+        From :func:`scan_slots`.
+    bound, values_bound : int
+        Lengths of the block and value buffers (:func:`block_bound`; the
+        values of A and B, their minimum for an intersection).
+
+    Returns
+    -------
+    c_keys, c_bitmaps : uint64 [bound]
+    c_offsets : int64 [bound + 1]
+    c_values : T [values_bound] or None
+        Defined for C's ``nc`` blocks, ``nc + 1`` offsets and ``nnz`` values.
+    nc, nnz : int
+    """
+    na, n = a_blocks[0].shape[0], rank.shape[0]
+    below = np.where(rank >= 0, rank, -1 - rank)
+    from_a = np.arange(n) < na
+
+    def place(before: np.ndarray) -> np.ndarray:
+        # a slot's rank among its operand's owed blocks, plus the other's below its key
+        if combine == AND:
+            return before[:n]
+        mid = before[na]
+        return np.where(from_a, before[:n] + before[np.minimum(na + below, n)] - mid,
+                        before[:n] - mid + before[np.minimum(below, na)])
+
+    owed = np.flatnonzero(bits)
+    q, offset = place(blocks_before)[owed], place(values_before)[owed]
+    nc, nnz = int(blocks_before[n]), int(values_before[n])
+    c_keys = np.empty(bound, dtype=np.uint64)
+    c_bitmaps = np.empty(bound, dtype=np.uint64)
+    c_offsets = np.empty(bound + 1, dtype=np.int64)
+    c_keys[q] = np.concatenate([a_blocks[0], b_blocks[0]])[owed]
+    c_bitmaps[q] = bits[owed]
+    c_offsets[q] = offset
+    c_offsets[nc] = nnz
+    if a_blocks[3] is None:
+        return c_keys, c_bitmaps, c_offsets, None, nc, nnz
+    ia, ib = _slot_blocks(rank, na)
+    owner, bit, v = _slot_values(bits[owed], ia[owed], ib[owed], a_blocks, b_blocks, op)
+    c_values = np.zeros(values_bound, dtype=a_blocks[3].dtype)
+    c_values[offset[owner] + value_index(bits[owed][owner], bit)] = v
+    return c_keys, c_bitmaps, c_offsets, c_values, nc, nnz
+
+
+def _search(keys: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The rank (as :func:`match_blocks` encodes it) of each ``query`` key among ``keys``."""
     below = np.searchsorted(keys, query).astype(np.int64)
     hit = (below < keys.shape[0]) & (_at(keys, below) == query)
-    return (np.where(hit, below, -1 - below), hit,
-            np.where(hit, _at(bitmaps, below), np.uint64(0)))
+    return np.where(hit, below, -1 - below)
+
+
+def _slot_blocks(rank: np.ndarray, na: int) -> tuple[np.ndarray, np.ndarray]:
+    """A's and B's block (-1: none) of every slot."""
+    own = np.arange(rank.shape[0], dtype=np.int64)
+    other = np.where(rank >= 0, rank, -1)
+    from_a = own < na
+    return np.where(from_a, own, other), np.where(from_a, other, own - na)
+
+
+def _bitmap_of(blocks: tuple, block: np.ndarray) -> np.ndarray:
+    """The bitmaps of ``block`` (0 where it is -1)."""
+    return np.where(block >= 0, _at(blocks[1], block), np.uint64(0))
 
 
 def _at(a: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``a[index]`` with ``index`` clipped into ``a`` (zeros when ``a`` is empty)."""
     if a.shape[0] == 0:
         return np.zeros(index.shape, dtype=a.dtype)
-    return a[np.minimum(index, a.shape[0] - 1)]
-
-
-def scatter_blocks(a_keys: Any, a_bitmaps: Any, b_keys: Any, b_bitmaps: Any, combine: int,
-                   rank: Any, before: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
-    """Stage 2: write C's blocks in key order into buffers of the bound's length.
-
-    Parameters
-    ----------
-    a_keys, a_bitmaps, b_keys, b_bitmaps, combine
-        As for :func:`match_blocks`.
-    rank : int64 [n]
-        From :func:`match_blocks`.
-    before : int64 [n + 1]
-        Exclusive scan of its ``step``.
-
-    Returns
-    -------
-    c_keys, c_bitmaps : uint64 [bound]
-        C's keys and combined bitmaps (see :func:`block_bound`).
-    c_a, c_b : int64 [bound]
-        A's and B's block of each block of C, -1 where the operand has none.
-    c_counts : int64 [bound]
-        The popcount of each bitmap, 0 past C's blocks.
-    c_sizes : int64 [3]
-        ``[c_nblocks, 0, 0]``; :func:`merge_values` counts the blocks
-        holding an exact zero at ``[2]`` (``[1]`` is unused: :func:`read_sizes`
-        reads the number of values from the offsets). Only the first ``c_nblocks`` entries of the other
-        arrays (but all of ``c_counts``) are defined.
-    """
-    xp = get_array_module(a_keys, a_bitmaps, b_keys, b_bitmaps, rank, before)
-    na, nb = a_keys.shape[0], b_keys.shape[0]
-    bound = block_bound(na, nb, combine)
-    if xp is np:
-        return _scatter_numpy(a_keys, a_bitmaps, b_keys, b_bitmaps, combine, rank, before,
-                              bound)
-    c_keys = xp.empty(bound, dtype=xp.uint64)
-    c_a = xp.empty(bound, dtype=xp.int64)
-    c_b = xp.empty(bound, dtype=xp.int64)
-    c_bitmaps = xp.empty(bound, dtype=xp.uint64)
-    c_counts = xp.empty(bound, dtype=xp.int64)
-    c_sizes = xp.zeros(3, dtype=xp.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_scatter")
-    _kernels.launch(kernel, rank.shape[0], (a_keys, a_bitmaps, na, b_keys, b_bitmaps, nb,
-                                            combine, rank, before, bound, c_keys, c_a, c_b,
-                                            c_bitmaps, c_counts, c_sizes))
-    return c_keys, c_a, c_b, c_bitmaps, c_counts, c_sizes
-
-
-def _scatter_numpy(a_keys, a_bitmaps, b_keys, b_bitmaps, combine, rank, before, bound):
-    na, n = a_keys.shape[0], rank.shape[0]
-    union = combine != AND
-    c_keys = np.zeros(bound, dtype=np.uint64)
-    c_a = np.full(bound, -1, dtype=np.int64)
-    c_b = np.full(bound, -1, dtype=np.int64)
-    c_bitmaps = np.zeros(bound, dtype=np.uint64)
-    hit = rank >= 0
-    below = np.where(hit, rank, -1 - rank)
-    hit_a, below_a = hit[:na], below[:na]
-    bitmaps = _COMBINE[combine](a_bitmaps, np.where(hit_a, _at(b_bitmaps, below_a),
-                                                    np.uint64(0)))
-    kept = np.flatnonzero(bitmaps)
-    q = (below_a[kept] if union else 0) + before[kept]
-    c_keys[q], c_a[q], c_bitmaps[q] = a_keys[kept], kept, bitmaps[kept]
-    c_b[q] = np.where(hit_a, below_a, -1)[kept]
-    if union:
-        only = np.flatnonzero(~hit[na:])
-        q = below[na + only] + before[na + only] - before[na]
-        c_keys[q], c_b[q], c_bitmaps[q] = b_keys[only], only, b_bitmaps[only]
-    c_nblocks = na + before[n] - before[na] if union else before[n]
-    c_sizes = np.array([c_nblocks, 0, 0], dtype=np.int64)
-    return c_keys, c_a, c_b, c_bitmaps, popcount(c_bitmaps), c_sizes
-
-
-def merge_values(op: str, a_bitmaps: Any, a_offsets: Any, a_values: Any, b_bitmaps: Any,
-                 b_offsets: Any, b_values: Any, c_a: Any, c_b: Any, c_bitmaps: Any,
-                 c_offsets: Any, c_sizes: Any, values_bound: int) -> tuple[Any, Any]:
-    """Stage 4: values of C's entries and which of them are not zero.
-
-    Parameters
-    ----------
-    op : {"plus", "minus", "times"}
-    a_bitmaps, a_offsets, a_values : uint64 [a_nblocks], int64 [a_nblocks + 1], T [a_nnz]
-    b_bitmaps, b_offsets, b_values : likewise for B (same dtype T)
-    c_a, c_b, c_bitmaps : [bound], from :func:`scatter_blocks`
-    c_offsets : int64 [bound + 1]
-        Exclusive scan of its ``c_counts``.
-    c_sizes : int64 [3]
-        From :func:`scatter_blocks`; ``c_sizes[0]`` bounds the work, and the
-        number of blocks holding an exact zero is added to ``c_sizes[2]``.
-    values_bound : int
-        At least ``c_offsets[-1]`` (known on the host without a sync).
-
-    Returns
-    -------
-    c_values : T [values_bound]
-        ``op(a, b)`` for every entry of ``c_bitmaps``, an absent operand
-        being 0; defined up to ``c_offsets[-1]``.
-    c_nonzero : uint64 [bound]
-        The bits of ``c_bitmaps`` whose value is not exactly zero; defined
-        for C's blocks.
-    """
-    xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, c_a, c_bitmaps, c_sizes)
-    args = (a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, c_a, c_b,
-            c_bitmaps, c_offsets, c_sizes, values_bound)
-    if xp is np:
-        return _merge_values_numpy(op, *args)
-    return _merge_values_cuda(op, *args)
-
-
-def _merge_values_cuda(op, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                       c_a, c_b, c_bitmaps, c_offsets, c_sizes, values_bound):
-    import cupy
-
-    bound = c_bitmaps.shape[0]
-    c_values = cupy.empty(values_bound, dtype=a_values.dtype)
-    c_nonzero = cupy.empty(bound, dtype=cupy.uint64)
-    kernel = _kernels.get_kernel(_KERNELS, OPS[op], T=a_values.dtype)
-    _kernels.launch(kernel, 8 * bound, (
-        a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, c_a, c_b, c_bitmaps,
-        c_offsets, c_sizes, c_values, c_nonzero))
-    return c_values, c_nonzero
-
-
-_NUMPY_OPS = {"plus": np.add, "minus": np.subtract, "times": np.multiply}
+    return a[np.clip(index, 0, a.shape[0] - 1)]
 
 
 @np.errstate(invalid="ignore", over="ignore")  # inf - inf is NaN, as in scipy, silently
-def _merge_values_numpy(op, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                        c_a, c_b, c_bitmaps, c_offsets, c_sizes, values_bound):
-    from .spgemm.compact import nonzero_bits
-
-    nc, nnz = int(c_sizes[0]), int(c_offsets[-1])
-    owner, bit = set_bits(c_bitmaps[:nc])
-    operands = []
-    for src, bitmaps, offsets, values in ((c_a, a_bitmaps, a_offsets, a_values),
-                                          (c_b, b_bitmaps, b_offsets, b_values)):
-        block = src[owner]
-        bm = np.where(block >= 0, _at(bitmaps, block), np.uint64(0))
-        present = ((bm >> bit.astype(np.uint64)) & np.uint64(1)).astype(bool)
-        out = np.zeros(nnz, dtype=values.dtype)
-        where = np.flatnonzero(present)
-        out[where] = values[offsets[block[where]] + value_index(bm[where], bit[where])]
-        operands.append(out)
-    c_values = np.zeros(values_bound, dtype=a_values.dtype)
-    c_values[:nnz] = _NUMPY_OPS[op](*operands)
-    c_nonzero = np.zeros(c_bitmaps.shape[0], dtype=np.uint64)
-    c_nonzero[:nc] = nonzero_bits(c_bitmaps[:nc], c_offsets[:nc + 1], c_values[:nnz])
-    c_sizes[2] += np.count_nonzero(c_nonzero[:nc] != c_bitmaps[:nc])
-    return c_values, c_nonzero
+def _slot_values(bits: np.ndarray, ia: np.ndarray, ib: np.ndarray, a_blocks: tuple,
+                 b_blocks: tuple, op: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``op(a, b)`` at every set bit of ``bits`` (slot, bit), in bit order: the
+    slot, the bit and the value, an absent operand being 0."""
+    owner, bit = set_bits(bits)
+    return owner, bit, _NUMPY_OPS[op](_value_at(a_blocks, ia[owner], bit),
+                                      _value_at(b_blocks, ib[owner], bit))
 
 
-def read_sizes(c_sizes: Any, c_offsets: Any) -> tuple[int, int, int]:
-    """Stage 5: the number of C's blocks, of its values and of its blocks
-    holding an exact zero (0 before :func:`merge_values`), in one read."""
-    # sync: the sizes of C and whether a value is to be dropped, in one read
-    nc, nnz, zero_blocks = _readback.read_ints((c_sizes, 0), (c_offsets, -1), (c_sizes, 2))
-    return nc, nnz, zero_blocks
-
-
-def _fit_blocks(c_keys: Any, c_bitmaps: Any, c_offsets: Any,
-                nc: int) -> tuple[Any, Any, Any]:
-    """The first ``nc`` blocks of the bound-sized block buffers."""
-    copy = _wasteful(nc, c_keys.shape[0])
-    return _cut(c_keys, nc, copy), _cut(c_bitmaps, nc, copy), _cut(c_offsets, nc + 1, copy)
+def _value_at(blocks: tuple, block: np.ndarray, bit: np.ndarray) -> np.ndarray:
+    """The value at ``bit`` of each ``block`` (0 where absent or -1)."""
+    _, _, offsets, values = blocks
+    bm = _bitmap_of(blocks, block)
+    where = np.flatnonzero((bm >> bit.astype(np.uint64)) & np.uint64(1))
+    out = np.zeros(bit.shape[0], dtype=values.dtype)
+    out[where] = values[offsets[block[where]] + value_index(bm[where], bit[where])]
+    return out
 
 
 def _wasteful(used: int, bound: int) -> bool:

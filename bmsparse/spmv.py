@@ -95,17 +95,18 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
     # bool @ bool counts in int64 and compares with 0: a Boolean product
     compute = np.dtype(np.int64) if dtype == np.bool_ else dtype
     values = None if a.dtype == np.bool_ else a.values.astype(compute, copy=False)
-    x2 = (x if x.ndim == 2 else x.reshape(-1, 1)).astype(compute, copy=False)
+    x = x.astype(compute, copy=False)
     if transpose:
         order, ptr = column_pointer(a)
     else:
         order, ptr = None, row_pointer(a)
-    args = (a.keys, a.bitmaps, a.offsets, values, order, ptr, x2, shape[0])
-    y = _spmv_numpy(*args) if xp is np else _spmv_cuda(*args, out_transposed)
-    if xp is np and out_transposed:
-        y = np.ascontiguousarray(y.T)
-    if x.ndim == 1:
-        y = y.reshape(-1)
+    args = (a.keys, a.bitmaps, a.offsets, values, order, ptr)
+    if xp is np:
+        y = _spmv_numpy(*args, x if x.ndim == 2 else x.reshape(-1, 1), shape[0])
+        y = np.ascontiguousarray(y.T) if out_transposed else y
+        y = y.reshape(-1) if x.ndim == 1 else y
+    else:  # a vector stays 1-D: a reshaped view costs microseconds on the GPU
+        y = _spmv_cuda(*args, x, shape[0], out_transposed)
     return y.astype(dtype) if dtype == np.bool_ else y
 
 
@@ -120,45 +121,53 @@ def column_pointer(a: Any) -> tuple[Any, Any]:
     return a._column_pointer()
 
 
-def _strides(x2: Any) -> tuple[Any, int, int]:
-    """A C-contiguous base array of ``x2`` and the element strides of (row, column)."""
-    n, k = x2.shape
-    if x2.flags.c_contiguous:
-        return x2, k, 1
-    if x2.flags.f_contiguous:
-        return x2.T, 1, n
+def _strides(x: Any) -> tuple[Any, int, int, int]:
+    """A C-contiguous base array of ``x`` (1-D or 2-D), the element strides
+    of (row, column) and the number of columns."""
+    if x.ndim == 1:
+        return (x if x._c_contiguous else x.copy()), 1, 0, 1  # CuPy's attribute: no object
+    n, k = x.shape
+    if x.flags.c_contiguous:
+        return x, k, 1, k
+    if x.flags.f_contiguous:
+        return x.T, 1, n, k
     import cupy
 
-    return cupy.ascontiguousarray(x2), k, 1
+    return cupy.ascontiguousarray(x), k, 1, k
 
 
-def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x2, nout, out_transposed):
+def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transposed):
+    """Y (C-ordered; 1-D for a vector ``x``) on the GPU."""
     import cupy
 
-    k = x2.shape[1]
-    base, x_rs, x_cs = _strides(x2)
-    if out_transposed:
-        y = cupy.empty((k, nout), dtype=x2.dtype)
+    base, x_rs, x_cs, k = _strides(x)
+    if x.ndim == 1:
+        y = cupy.empty(nout, dtype=x.dtype)
+        y_rs, y_cs = 1, 0
+    elif out_transposed:
+        y = cupy.empty((k, nout), dtype=x.dtype)
         y_rs, y_cs = 1, nout
     else:
-        y = cupy.empty((nout, k), dtype=x2.dtype)
+        y = cupy.empty((nout, k), dtype=x.dtype)
         y_rs, y_cs = k, 1
     nblocks = keys.shape[0]
     nwarps = -(-nblocks // WARP)
-    # two slots of 8 partial sums per warp and column: its leading and trailing block row
-    carry = cupy.empty(nwarps * k * 2 * BLOCK, dtype=x2.dtype)
+    # two slots of 8 partial sums per warp and column: its leading and
+    # trailing block row (raw memory: an ndarray costs microseconds)
+    carry = cupy.cuda.alloc(nwarps * k * 2 * BLOCK * x.dtype.itemsize)
     null = np.uint64(0)
     values = null if values is None else values
     if order is None:
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_rows", T=x2.dtype)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_rows", T=x.dtype)
         args = (keys, bitmaps, offsets, values, ptr)
     else:
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_cols", T=x2.dtype)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_cols", T=x.dtype)
         args = (keys, bitmaps, offsets, values, order, ptr)
     _kernels.launch(kernel, nwarps * WARP * k, (*args, nblocks, base, x_rs, x_cs, k, nout,
-                                                y, y_rs, y_cs, carry), block=_THREADS)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_add_carries", T=x2.dtype)
-    _kernels.launch(kernel, nout * k, (ptr, carry, k, nout, y, y_rs, y_cs), block=_THREADS)
+                                                y, y_rs, y_cs, carry.ptr), block=_THREADS)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_add_carries", T=x.dtype)
+    _kernels.launch(kernel, nout * k, (ptr, carry.ptr, k, nout, y, y_rs, y_cs),
+                    block=_THREADS)
     return y
 
 

@@ -132,22 +132,24 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbcols):
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_columns", T=dtype)
     grid = min(_kernels.resident_blocks(kernel, THREADS),
                max(-(-nblocks // THREADS), -(-nbcols // (THREADS // 32)), 1))
-    # the column counters, the barrier and the thread blocks' sums
-    work = cupy.zeros(nbcols + 2 + grid, dtype=cupy.uint64)
+    # scratch, raw memory (an ndarray costs microseconds): the column
+    # counters, the barrier and the thread blocks' sums (zeroed), then `placed`
+    nwork = 8 * (nbcols + 2 + grid)
+    work = cupy.cuda.alloc(nwork + 4 * nblocks)
+    work.memset_async(0, nwork)
     ptr = cupy.empty(nbcols + 1, dtype=cupy.int64)
-    placed = cupy.empty(nblocks, dtype=cupy.uint32)
     order = cupy.empty(nblocks, dtype=cupy.int64)
     null = np.uint64(0)
     if bitmaps is None:
         out = [None] * 4
-        args = (keys, null, null, null, nblocks, nbcols, 0, work, ptr, placed, order, null, null,
-                null, null)
+        args = (keys, null, null, null, nblocks, nbcols, 0, work.ptr, ptr, work.ptr + nwork, order,
+                null, null, null, null)
     else:
         out = [cupy.empty(nblocks, dtype=cupy.uint64), cupy.empty(nblocks, dtype=cupy.uint64),
                cupy.empty(nblocks + 1, dtype=cupy.int64),
                None if values is None else cupy.empty_like(values)]
         args = (keys, bitmaps, offsets, null if values is None else values, nblocks, nbcols,
-                1 if values is None else 2, work, ptr, placed, order, *out[:3],
+                1 if values is None else 2, work.ptr, ptr, work.ptr + nwork, order, *out[:3],
                 null if values is None else out[3])
     _kernels.launch(kernel, grid * THREADS, args, block=THREADS, cooperative=True)
     return (*out, order, ptr)

@@ -4,8 +4,7 @@ Load-balanced: one thread per block of A (and column of X), a warp per 32
 consecutive blocks of the block list, whatever the lengths of the block
 rows. The blocks of one block row within a warp are summed by a segmented
 scan of shuffles; a block row spanning warps leaves one partial sum per
-warp, which are added in warp order after a grid barrier (one cooperative
-launch). ``A.T @ x`` reads A's blocks
+warp, which a second kernel adds in warp order. ``A.T @ x`` reads A's blocks
 in column-major order through a permutation computed once per matrix
 (:func:`bmsparse.transpose.column_pointer`) and kept with it, so no transposed
 copy is made. See ``spmv.cu``.
@@ -23,7 +22,8 @@ from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, block_cols_of, block_rows_o
 from ._sputils import get_array_module, matmul_mismatch, upcast
 
 _KERNELS = "spmv.cu"
-_kernels.register(_KERNELS, {"bmsparse_spmv_multiply": ("T",)})
+_kernels.register(_KERNELS, {"bmsparse_spmv_rows": ("T",), "bmsparse_spmv_cols": ("T",),
+                             "bmsparse_spmv_add_carries": ("T",)})
 _THREADS = 256  # BMSPARSE_SPMV_THREADS
 WARP = 32
 
@@ -152,21 +152,22 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
         y_rs, y_cs = k, 1
     nblocks = keys.shape[0]
     nwarps = -(-nblocks // WARP)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_multiply", T=x.dtype)
-    grid = min(_kernels.resident_blocks(kernel, _THREADS),
-               max(-(-nwarps * WARP * k // _THREADS), -(-nout * k // _THREADS), 1))
-    # two slots of 8 partial sums per warp and column (its leading and
-    # trailing block row), then the barrier; raw memory: an ndarray costs
-    # microseconds
-    ncarry = nwarps * k * 2 * BLOCK * x.dtype.itemsize
-    bar = -(-ncarry // 8) * 8
-    work = cupy.cuda.alloc(bar + 16)
-    (work + bar).memset_async(0, 16)
+    # two slots of 8 partial sums per warp and column: its leading and
+    # trailing block row (raw memory: an ndarray costs microseconds)
+    carry = cupy.cuda.alloc(nwarps * k * 2 * BLOCK * x.dtype.itemsize)
     null = np.uint64(0)
-    _kernels.launch(kernel, grid * _THREADS, (
-        keys, bitmaps, offsets, null if values is None else values,
-        null if order is None else order, ptr, nblocks, base, x_rs, x_cs, k, nout, y, y_rs, y_cs,
-        work.ptr, work.ptr + bar), block=_THREADS, cooperative=True)
+    values = null if values is None else values
+    if order is None:
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_rows", T=x.dtype)
+        args = (keys, bitmaps, offsets, values, ptr)
+    else:
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_cols", T=x.dtype)
+        args = (keys, bitmaps, offsets, values, order, ptr)
+    _kernels.launch(kernel, nwarps * WARP * k, (*args, nblocks, base, x_rs, x_cs, k, nout,
+                                                y, y_rs, y_cs, carry.ptr), block=_THREADS)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_add_carries", T=x.dtype)
+    _kernels.launch(kernel, nout * k, (ptr, carry.ptr, k, nout, y, y_rs, y_cs),
+                    block=_THREADS)
     return y
 
 

@@ -243,7 +243,7 @@ def kernel_model(keys, bitmaps, offsets, values, order, ptr, x2, nout):
                     slot = 0 if first[lane] == 0 else 1
                     assert (w, j, slot) not in carry
                     carry[w, j, slot] = acc[lane]
-    for j in range(k):  # step 4, after the grid barrier
+    for j in range(k):  # bmsparse_spmv_add_carries
         for i in range(nout):
             g, r = i >> 3, i & 7
             start, end = int(ptr[g]), int(ptr[g + 1])

@@ -104,12 +104,9 @@ __device__ __forceinline__ void move_transposed_row(
 #endif
 
 // what the passes read and write
-template <typename T>
 struct Columns {
     const u64* __restrict__ keys;
     const u64* __restrict__ bitmaps;
-    const long long* __restrict__ offsets;
-    const T* __restrict__ values;
     int outputs;           // 0: `order` and `ptr` only, 1: and the blocks, 2: and the values
     u64* counters;         // [nbcols]: counts, then first (value << 32 | block)
     long long* ptr;        // [nbcols + 1]
@@ -118,13 +115,11 @@ struct Columns {
     u64* t_keys;
     u64* t_bitmaps;
     long long* t_offsets;
-    T* t_values;
 };
 
 // output block q is A's block s (its key and bitmap loaded when there are
 // blocks to write), in block column c, its values from t_offset
-template <typename T>
-__device__ __forceinline__ void write_loaded(const Columns<T>& k, long long c, long long q,
+__device__ __forceinline__ void write_loaded(const Columns& k, long long c, long long q,
                                              long long s, u64 key, u64 bitmap, u64 t_offset)
 {
     k.order[q] = s;
@@ -134,8 +129,7 @@ __device__ __forceinline__ void write_loaded(const Columns<T>& k, long long c, l
     k.t_offsets[q] = (long long)t_offset;
 }
 
-template <typename T>
-__device__ __forceinline__ u64 value_count(const Columns<T>& k, long long s)
+__device__ __forceinline__ u64 value_count(const Columns& k, long long s)
 {
     return k.outputs ? (u64)__popcll(k.bitmaps[s]) : 0ull;
 }
@@ -260,8 +254,7 @@ __device__ bool bucket_sort(const unsigned int* in, I n, V* out, unsigned int* c
 
 // pass 4 for a column of at most BMSPARSE_TRANSPOSE_SHORT blocks: block s
 // counts the blocks of its column that come before it, and their values
-template <typename T>
-__device__ __forceinline__ void rank_in_short_column(const Columns<T>& k, long long s)
+__device__ __forceinline__ void rank_in_short_column(const Columns& k, long long s)
 {
     const long long c = block_col(k.keys[s]);
     const long long lo = __ldcg(k.ptr + c), n = __ldcg(k.ptr + c + 1) - lo;
@@ -289,8 +282,8 @@ __device__ __forceinline__ void rank_in_short_column(const Columns<T>& k, long l
 // of the warp (thread block) writes a run of consecutive output blocks,
 // after one scan of the runs' values, loading a few blocks at a time (the
 // stores between would keep the compiler from moving the loads up)
-template <bool WHOLE_BLOCK, typename T, typename V>
-__device__ void write_sorted(const Columns<T>& k, long long c, long long lo, const V* a,
+template <bool WHOLE_BLOCK, typename V>
+__device__ void write_sorted(const Columns& k, long long c, long long lo, const V* a,
                              long long n, u64* warp_sums)
 {
     const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
@@ -327,8 +320,8 @@ __device__ void write_sorted(const Columns<T>& k, long long c, long long lo, con
 // when the column fits `tile`, else in `order` itself: a sort in global
 // memory is several times slower, the surrogate's longest column of 7,861
 // blocks took 100 us): by buckets, else by the bitonic network
-template <bool WHOLE_BLOCK, typename T, typename I, typename V>
-__device__ void sort_column(const Columns<T>& k, long long c, long long lo, I n, V* sorted,
+template <bool WHOLE_BLOCK, typename I, typename V>
+__device__ void sort_column(const Columns& k, long long c, long long lo, I n, V* sorted,
                             unsigned int* counts, u64* warp_sums)
 {
     if (!bucket_sort<WHOLE_BLOCK>(k.placed + lo, n, sorted, counts, warp_sums)) {
@@ -346,8 +339,7 @@ __device__ void sort_column(const Columns<T>& k, long long c, long long lo, I n,
 // often alike: the hubs of a graph numbered by degree), up to one per
 // thread at a time, hands the medium ones to its warps and sorts the long
 // ones itself
-template <typename T>
-__device__ void sort_longer_columns(const Columns<T>& k, long long nbcols, unsigned int* tile,
+__device__ void sort_longer_columns(const Columns& k, long long nbcols, unsigned int* tile,
                                     unsigned int* lists, u64* warp_sums)
 {
     unsigned int* medium = lists;
@@ -387,8 +379,7 @@ __device__ void sort_longer_columns(const Columns<T>& k, long long nbcols, unsig
 
 // pass 2: exclusive scan of the column counters in place, each thread block
 // scanning an equal run of columns after the sum of the runs before it
-template <typename T>
-__device__ void scan_columns(const Columns<T>& k, long long nbcols, long long nblocks, u64* bar,
+__device__ void scan_columns(const Columns& k, long long nbcols, long long nblocks, u64* bar,
                              u64* block_sums, u64* warp_sums)
 {
     const long long run = (nbcols + gridDim.x - 1) / gridDim.x;
@@ -429,8 +420,8 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     u64* bar = work + nbcols;
     // a flag, not null pointers, says which outputs are wanted: an empty
     // array's pointer is null too
-    Columns<T> k = {keys, bitmaps, offsets, values, (int)outputs, work, ptr, placed, order,
-                    t_keys, t_bitmaps, t_offsets, t_values};
+    Columns k = {keys, bitmaps, (int)outputs, work, ptr, placed, order, t_keys, t_bitmaps,
+                 t_offsets};
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long nthreads = gridDim.x * (long long)blockDim.x;
 

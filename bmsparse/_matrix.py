@@ -35,6 +35,10 @@ class _BlockArray:
 
     def __set__(self, obj: Any, value: Any) -> None:
         obj._arrays()
+        flags = getattr(value, "flags", None)
+        if flags is not None and not flags.c_contiguous:
+            # kernels read every array as dense (and launch without checking)
+            value = get_array_module(value).ascontiguousarray(value)
         setattr(obj, self._attr, value)
         if self._derives_cache:
             obj._cache.clear()
@@ -563,18 +567,19 @@ class BitmapMatrix:
     __array_ufunc__ = None     # NumPy arrays and scalars do too
 
     def __matmul__(self, other: Any) -> Any:
+        if _is_dense(other):  # first, and importing only SpMV: the cheapest path
+            from .spmv import matmul_dense
+
+            source = self._transpose_of
+            if source is not None:
+                return matmul_dense(source, other, True, False)
+            return matmul_dense(self, other, False, False)
         from .spgemm import spgemm
-        from .spmv import matmul_dense
 
         if isinstance(other, BitmapMatrix):
             return spgemm(self, other)
         if _is_scipy_sparse(other) or _is_cupyx_sparse(other):
             return spgemm(self, BitmapMatrix(other))
-        if _is_dense(other):
-            source = self._transpose_of
-            if source is not None:
-                return matmul_dense(source, other, True, False)
-            return matmul_dense(self, other, False, False)
         if _is_scalar(other):
             raise ValueError("scalar operands are not allowed, use '*' instead")
         return NotImplemented

@@ -51,6 +51,21 @@ def test_transposed_matvec(case, dtype, xp):
     assert_dense_close(ours(a, xp).T @ x, a.T @ host(x), dtype)
 
 
+def test_strided_values_set_by_a_user(xp):
+    # kernels read arrays as dense, without a check at launch: setting a
+    # strided view stores a contiguous copy
+    a = named("tall", "float64")
+    b = ours(a, xp)
+    doubled = xp.repeat(b.values * 3, 2)[::2]
+    assert not doubled.flags.c_contiguous
+    b.values = doubled
+    assert b.values.flags.c_contiguous
+    x = dense_operand(xp, a.shape[1], "float64", seed=4)
+    assert_dense_close(b @ x, (3 * a) @ host(x), "float64")
+    y = dense_operand(xp, a.shape[0], "float64", seed=5)
+    assert_dense_close(b.T @ y, (3 * a).T @ host(y), "float64")
+
+
 @pytest.mark.parametrize("dtype", ["bool", "int64", "float32", "complex128"])
 @pytest.mark.parametrize("case", ["tall", "wide", "full-block", "empty"])
 def test_vector_times_matrix(case, dtype, xp):

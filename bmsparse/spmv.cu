@@ -7,8 +7,9 @@
 // a group; no transposed copy of A is made), so warp w holds positions
 // [32w, 32w + 32) of the ordered block list and every warp does the same work.
 //
-//   1. Each thread walks its block's bits in bit order (a block's values are
-//      contiguous) and sums the block's 8 partial outputs in registers:
+//   1. Each thread loads the block's 8 entries of X (those it needs) and
+//      its values, 8 at a time, then walks its bits in bit order (a block's
+//      values are contiguous) and sums the block's 8 partial outputs:
 //        rows: acc[r] += A(8I + r, 8J + c) * X(8J + c, j)
 //        cols: acc[c] += A(8I + r, 8J + c) * X(8I + r, j)
 //   2. Consecutive lanes of one group form a segment. A segmented inclusive
@@ -17,14 +18,19 @@
 //      leaves the segment's sum in its last lane. Lanes past the end of the
 //      block list stay through the shuffles with zero partials.
 //   3. The last lane of a segment whose group lies inside the warp writes the
-//      group's 8 outputs; one whose group spans warps (ptr[g] >> 5 !=
+//      group's 8 outputs; one whose group spans warps w0..w1 (ptr[g] >> 5 !=
 //      (ptr[g + 1] - 1) >> 5) writes them to the warp's carry slot 0 if the
 //      segment starts at lane 0 (leading, or the whole warp), else slot 1
-//      (trailing).
-//   bmsparse_spmv_add_carries: 4. one thread per output element: an empty
-//      group's outputs are 0; a group spanning warps w0..w1 sums its pieces
-//      sequentially, w0's slot (0 if the group starts at lane 0, else 1) then
-//      slot 0 of w0 + 1, ..., w1. Other outputs were written by step 3.
+//      (trailing), and counts its arrival at count[w0 * k + j]. The warp of
+//      the last of the w1 - w0 + 1 pieces to arrive (threadfence reduction:
+//      write, __threadfence, atomicAdd) sums them: piece 0 is w0's slot (0
+//      if the group starts at lane 0, else 1), piece i > 0 slot 0 of warp
+//      w0 + i; lane l adds pieces l, l + 32, ... in order, then lane l < d
+//      adds lane l + d's sum for d = 16, 8, 4, 2, 1, and lane 0 writes the
+//      group's outputs.
+//   4. Thread t < ngroups * k (ngroups = ceil(nout / 8)), as group g = t mod
+//      ngroups of column j = t / ngroups: an empty group's outputs are 0.
+//   One launch, no grid barrier: every output is written exactly once.
 //
 // Arguments (csr.h style):
 //   u64       keys[nblocks], bitmaps[nblocks] - blocks of A
@@ -38,20 +44,27 @@
 //   long long k                     - columns of X (1 for a vector)
 //   long long nout                  - rows of Y: A's rows (columns for cols)
 //   T         y[...]                - out: Y, element (i, j) at y[i * y_rs + j * y_cs]
-//   T         carry[nwarps * k * 2 * 8] - out (in for add_carries): partial sums of
-//                                     the groups spanning warps, nwarps = ceil(nblocks / 32);
+//   T         carry[nwarps * k * 2 * 8] - scratch: partial sums of the groups
+//                                     spanning warps, nwarps = ceil(nblocks / 32);
 //                                     element r of slot s of warp w, column j at
 //                                     ((w * k + j) * 2 + s) * 8 + r
+//   unsigned  count[nwarps * k]     - scratch, zero on entry: pieces arrived of the
+//                                     group spanning warps from warp w0, column j,
+//                                     at w0 * k + j
 //
-// Launch: rows / cols: 32 * nwarps * k threads, 1-D grid, warp number
+// Launch: max(32 * nwarps, ngroups) * k threads, 1-D grid, warp number
 // w * k + j (so the k warps reading the same 32 blocks are neighbours);
-// add_carries: nout * k threads, element (i, j) at j * nout + i.
+// 2 * 8 * sizeof(T) bytes of dynamic shared memory per thread (step 1).
+// The _unit kernels are the same for a vector in and out (k == 1, x_rs ==
+// y_rs == 1; x_cs, y_cs and k are ignored): their index arithmetic folds to
+// constants, which takes a quarter of the instructions off.
 // Work: O(k * (nnz + nblocks + nout)), with O(log 32) shuffles per block and
-// O(nblocks / 32) sequential additions for a group spanning warps.
-// Deterministic, no atomics: each output is summed in a fixed order that
-// depends only on A's block structure: per block in bit order, then the
-// scan tree over the block's segment of a warp, then the warps' pieces in
-// warp order. spmv.py's NumPy twin follows the same order.
+// O(nblocks / 1024) sequential additions per lane for a group spanning warps.
+// Deterministic (the atomics only count arrivals): each output is summed in a
+// fixed order that depends only on A's block structure: per block in bit
+// order, then the scan tree over the block's segment of a warp, then the
+// warps' pieces as step 3 adds them. spmv.py's NumPy twin follows the same
+// order.
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
 
@@ -72,13 +85,72 @@ __device__ __forceinline__ bm_complex<R> shfl_up(bm_complex<R> x, int d) {
                          __shfl_up_sync(BMSPARSE_FULL_WARP, x.im, d));
 }
 
+// A load from L2, past this SM's L1: another SM wrote the value.
+template <typename T>
+__device__ __forceinline__ T load_cg(const T* p) {
+    return __ldcg(p);
+}
+
+template <typename R>
+__device__ __forceinline__ bm_complex<R> load_cg(const bm_complex<R>* p) {
+    return bm_complex<R>(__ldcg(&p->re), __ldcg(&p->im));
+}
+
+template <typename T>
+__device__ __forceinline__ T shfl_down(T x, int d) {
+    return __shfl_down_sync(BMSPARSE_FULL_WARP, x, d);
+}
+
+template <typename R>
+__device__ __forceinline__ bm_complex<R> shfl_down(bm_complex<R> x, int d) {
+    return bm_complex<R>(__shfl_down_sync(BMSPARSE_FULL_WARP, x.re, d),
+                         __shfl_down_sync(BMSPARSE_FULL_WARP, x.im, d));
+}
+
+// Y's rows row0 .. row0 + 7 (those below nout) of one column, yj[i * y_rs].
+template <typename T>
+__device__ __forceinline__ void store_outputs(const T (&s)[8], long long row0, long long nout,
+                                              T* __restrict__ yj, long long y_rs)
+{
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        if (row0 + r < nout) yj[(row0 + r) * y_rs] = s[r];
+    }
+}
+
+// The pieces of a group spanning warps, summed by the whole warp into lane
+// 0's s: piece 0 is the first warp's slot (0 if the group starts at its lane
+// 0, else 1), piece i > 0 slot 0 of warp w0 + i. Lane l sums pieces l,
+// l + 32, ... in order, then the lanes' sums are added by halving (lane l
+// takes lane l + d's, d = 16, 8, 4, 2, 1).
+template <typename T>
+__device__ __forceinline__ void sum_pieces(T (&s)[8], long long start, long long end,
+                                           long long j, long long k, const T* __restrict__ carry)
+{
+    const int lane = (int)(threadIdx.x & 31u);
+    const long long w0 = start >> 5, npieces = ((end - 1) >> 5) - w0 + 1;
+#pragma unroll
+    for (int r = 0; r < 8; ++r) s[r] = T(0);
+    for (long long i = lane; i < npieces; i += 32) {
+        const int slot = i == 0 && (start & 31) ? 1 : 0;
+        const T* piece = carry + (((w0 + i) * k + j) * 2 + slot) * 8;
+#pragma unroll
+        for (int r = 0; r < 8; ++r) s[r] += load_cg(piece + r);
+    }
+    for (int d = 16; d > 0; d >>= 1) {
+#pragma unroll
+        for (int r = 0; r < 8; ++r) s[r] = s[r] + shfl_down(s[r], d);
+    }
+}
+
 // Steps 2 and 3 for one warp, every lane present: `group` is the lane's block
 // row (column), or -1 past the end of the block list.
 template <typename T>
 __device__ __forceinline__ void combine_and_store(
     T (&acc)[8], long long group, const long long* __restrict__ ptr,
     long long w, long long j, long long k, long long nout,
-    T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry)
+    T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry,
+    unsigned int* __restrict__ count)
 {
     const int lane = (int)(threadIdx.x & 31u);
     const long long prev = __shfl_up_sync(BMSPARSE_FULL_WARP, group, 1);
@@ -97,132 +169,177 @@ __device__ __forceinline__ void combine_and_store(
             if (add) acc[r] = left + acc[r];
         }
     }
-    if (group < 0 || (lane != 31 && next == group)) return;  // not the segment's last lane
-    const long long start = ptr[group], end = ptr[group + 1];
-    if ((start >> 5) == ((end - 1) >> 5)) {
-        const long long row0 = group << 3;
+    // the segment's last lane writes its group's outputs, or its piece
+    bool last = false;
+    long long start = 0, end = 0;
+    if (group >= 0 && (lane == 31 || next != group)) {
+        start = ptr[group];
+        end = ptr[group + 1];
+        const long long w0 = start >> 5, w1 = (end - 1) >> 5;
+        if (w0 == w1) {
+            store_outputs(acc, group << 3, nout, y + j * y_cs, y_rs);
+        } else {
+            T* slot = carry + ((w * k + j) * 2 + (first == 0 ? 0 : 1)) * 8;
 #pragma unroll
-        for (int r = 0; r < 8; ++r) {
-            if (row0 + r < nout) y[(row0 + r) * y_rs + j * y_cs] = acc[r];
+            for (int r = 0; r < 8; ++r) slot[r] = acc[r];
+            // the last of the group's pieces to arrive has its warp sum them
+            __threadfence();
+            last = atomicAdd(count + w0 * k + j, 1u) == (unsigned int)(w1 - w0);
         }
-    } else {
-        T* slot = carry + ((w * k + j) * 2 + (first == 0 ? 0 : 1)) * 8;
-#pragma unroll
-        for (int r = 0; r < 8; ++r) slot[r] = acc[r];
+    }
+    unsigned int lasts = __ballot_sync(BMSPARSE_FULL_WARP, last);
+    if (!lasts) return;
+    __threadfence();
+    while (lasts) {  // at most two: the warp's leading and trailing segments
+        const int owner = __ffs(lasts) - 1;
+        lasts &= lasts - 1u;
+        const long long g = __shfl_sync(BMSPARSE_FULL_WARP, group, owner);
+        const long long g_start = __shfl_sync(BMSPARSE_FULL_WARP, start, owner);
+        const long long g_end = __shfl_sync(BMSPARSE_FULL_WARP, end, owner);
+        sum_pieces(acc, g_start, g_end, j, k, carry);
+        if (lane == 0) store_outputs(acc, g << 3, nout, y + j * y_cs, y_rs);
     }
 }
 
+// Step 4 for thread `tid`: the outputs of an empty group are 0 (no lane has
+// its segment).
 template <typename T>
-__global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_rows(
-    const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
-    const long long* __restrict__ offsets, const T* __restrict__ values,
-    const long long* __restrict__ ptr, long long nblocks,
-    const T* __restrict__ x, long long x_rs, long long x_cs, long long k,
-    long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry)
+__device__ __forceinline__ void zero_empty_group(
+    long long tid, const long long* __restrict__ ptr, long long k, long long nout,
+    T* __restrict__ y, long long y_rs, long long y_cs)
 {
-    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const long long warp = tid >> 5;
-    const long long nwarps = (nblocks + 31) >> 5;
-    if (warp >= nwarps * k) return;  // whole warps leave together
-    const long long w = warp / k;
-    const long long j = warp - w * k;
-    const long long q = (w << 5) | (threadIdx.x & 31u);
-    T acc[8];
+    const long long ngroups = (nout + 7) >> 3;
+    if (tid >= ngroups * k) return;
+    const long long j = k == 1 ? 0 : tid / ngroups;  // a 64-bit division is long
+    const long long g = tid - j * ngroups;
+    if (ptr[g] != ptr[g + 1]) return;
 #pragma unroll
-    for (int r = 0; r < 8; ++r) acc[r] = T(0);
-    long long group = -1;
-    if (q < nblocks) {
-        const u64 key = keys[q];
-        const u64 bitmap = bitmaps[q];
-        const T* xj = x + j * x_cs;
-        const long long col0 = (long long)block_col(key) << 3;
-        long long v = offsets[q];
-        group = block_row(key);
+    for (int r = 0; r < 8; ++r) {
+        if ((g << 3) + r < nout) y[((g << 3) + r) * y_rs + j * y_cs] = T(0);
+    }
+}
+
+// Step 1: acc[o] = sum of A(r, c) * xb[i * xs] over the block's bits in bit
+// order, o = r and i = c (rows) or o = c and i = r (cols); the values at vb
+// (null: every value is 1). The block's x entries and up to 8 values at a time
+// are loaded together before any is used. Shared memory holds the entries
+// and the sums (this thread's 8 of each at sx[e * stride], sacc[e * stride]):
+// a bit's position indexes them, and registers cannot be indexed at run time.
+template <typename T, bool Cols>
+__device__ __forceinline__ void block_partials(
+    T (&acc)[8], u64 bitmap, const T* __restrict__ vb, const T* __restrict__ xb, long long xs,
+    T* __restrict__ sx, T* __restrict__ sacc, int stride)
+{
+    const unsigned int used = Cols ? nonempty_rows(bitmap) : nonempty_cols(bitmap);
+    T xe[8];
 #pragma unroll
-        for (int r = 0; r < 8; ++r) {
-            for (unsigned int bits = row_bits(bitmap, r); bits; bits &= bits - 1u) {
-                const int c = __ffs(bits) - 1;
-                const T a = values ? values[v] : T(1);
-                ++v;
-                acc[r] += a * xj[(col0 + c) * x_rs];
+    for (int e = 0; e < 8; ++e) xe[e] = ((used >> e) & 1u) ? xb[e * xs] : T(0);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        sx[e * stride] = xe[e];
+        sacc[e * stride] = T(0);
+    }
+    const int n = __popcll(bitmap);
+    u64 bits = bitmap;
+    for (int base = 0; base < n; base += 8) {
+        T a[8];
+#pragma unroll
+        for (int t = 0; t < 8; ++t) a[t] = base + t < n ? (vb ? vb[base + t] : T(1)) : T(0);
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+            if (bits) {
+                const int bit = __ffsll((long long)bits) - 1;
+                bits &= bits - 1ull;
+                const int o = Cols ? (bit & 7) : (bit >> 3);
+                const int i = Cols ? (bit >> 3) : (bit & 7);
+                sacc[o * stride] += a[t] * sx[i * stride];
             }
         }
     }
-    combine_and_store(acc, group, ptr, w, j, k, nout, y, y_rs, y_cs, carry);
+#pragma unroll
+    for (int o = 0; o < 8; ++o) acc[o] = sacc[o * stride];
 }
 
-template <typename T>
-__global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_cols(
+// The whole kernel. Unit: a vector in and out (k == 1, x_rs == y_rs == 1),
+// so that the index arithmetic folds to constants.
+template <typename T, bool Cols, bool Unit>
+__device__ __forceinline__ void spmv(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
     const long long* __restrict__ order, const long long* __restrict__ ptr, long long nblocks,
     const T* __restrict__ x, long long x_rs, long long x_cs, long long k,
-    long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry)
+    long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry,
+    unsigned int* __restrict__ count)
 {
+    if (Unit) {
+        k = 1;
+        x_rs = y_rs = 1;
+        x_cs = y_cs = 0;
+    }
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    zero_empty_group(tid, ptr, k, nout, y, y_rs, y_cs);
     const long long warp = tid >> 5;
     const long long nwarps = (nblocks + 31) >> 5;
     if (warp >= nwarps * k) return;  // whole warps leave together
-    const long long w = warp / k;
+    const long long w = k == 1 ? warp : warp / k;
     const long long j = warp - w * k;
     const long long p = (w << 5) | (threadIdx.x & 31u);
     T acc[8];
 #pragma unroll
-    for (int c = 0; c < 8; ++c) acc[c] = T(0);
+    for (int r = 0; r < 8; ++r) acc[r] = T(0);
     long long group = -1;
     if (p < nblocks) {
-        const long long q = order[p];
+        const long long q = Cols ? order[p] : p;
         const u64 key = keys[q];
         const u64 bitmap = bitmaps[q];
+        const long long v = offsets[q];
+        const T* vb = values ? values + v : nullptr;
         const T* xj = x + j * x_cs;
-        const long long row0 = (long long)block_row(key) << 3;
-        long long v = offsets[q];
-        group = block_col(key);
-#pragma unroll
-        for (int r = 0; r < 8; ++r) {
-            const unsigned int bits = row_bits(bitmap, r);
-            if (!bits) continue;
-            const T xr = xj[(row0 + r) * x_rs];
-#pragma unroll
-            for (int c = 0; c < 8; ++c) {
-                if ((bits >> c) & 1u) {
-                    const T a = values ? values[v] : T(1);
-                    ++v;
-                    acc[c] += a * xr;
-                }
-            }
-        }
+        extern __shared__ __align__(16) unsigned char spmv_shared[];
+        T* sx = reinterpret_cast<T*>(spmv_shared) + threadIdx.x;
+        const long long in0 = (long long)(Cols ? block_row(key) : block_col(key)) << 3;
+        group = Cols ? block_col(key) : block_row(key);
+        block_partials<T, Cols>(acc, bitmap, vb, xj + in0 * x_rs, x_rs, sx,
+                                sx + 8 * blockDim.x, blockDim.x);
     }
-    combine_and_store(acc, group, ptr, w, j, k, nout, y, y_rs, y_cs, carry);
+    combine_and_store(acc, group, ptr, w, j, k, nout, y, y_rs, y_cs, carry, count);
+}
+
+#define BMSPARSE_SPMV_PARAMS \
+    const u64* __restrict__ keys, const u64* __restrict__ bitmaps, \
+    const long long* __restrict__ offsets, const T* __restrict__ values
+#define BMSPARSE_SPMV_TAIL \
+    const long long* __restrict__ ptr, long long nblocks, \
+    const T* __restrict__ x, long long x_rs, long long x_cs, long long k, \
+    long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry, \
+    unsigned int* __restrict__ count
+#define BMSPARSE_SPMV_ARGS \
+    ptr, nblocks, x, x_rs, x_cs, k, nout, y, y_rs, y_cs, carry, count
+
+template <typename T>
+__global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_rows(
+    BMSPARSE_SPMV_PARAMS, BMSPARSE_SPMV_TAIL)
+{
+    spmv<T, false, false>(keys, bitmaps, offsets, values, nullptr, BMSPARSE_SPMV_ARGS);
 }
 
 template <typename T>
-__global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_add_carries(
-    const long long* __restrict__ ptr, const T* __restrict__ carry, long long k,
-    long long nout, T* __restrict__ y, long long y_rs, long long y_cs)
+__global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_rows_unit(
+    BMSPARSE_SPMV_PARAMS, BMSPARSE_SPMV_TAIL)
 {
-    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (tid >= nout * k) return;
-    const long long j = tid / nout;
-    const long long i = tid - j * nout;
-    const long long g = i >> 3;
-    const int r = (int)(i & 7);
-    const long long start = ptr[g], end = ptr[g + 1];
-    T* out = y + i * y_rs + j * y_cs;
-    if (start == end) {
-        *out = T(0);
-        return;
-    }
-    const long long w0 = start >> 5, w1 = (end - 1) >> 5;
-    if (w0 == w1) return;  // written by rows / cols
-    const long long stride = 2 * 8 * k;  // from slot 0 of warp w to slot 0 of warp w + 1
-    const T* piece = carry + (w0 * k + j) * 2 * 8 + r;
-    T s = piece[(start & 31) ? 8 : 0];
-    // sequential, in warp order; the loads do not depend on s, so they overlap
-#pragma unroll 8
-    for (long long w = w0 + 1; w <= w1; ++w) {
-        piece += stride;
-        s += *piece;
-    }
-    *out = s;
+    spmv<T, false, true>(keys, bitmaps, offsets, values, nullptr, BMSPARSE_SPMV_ARGS);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_cols(
+    BMSPARSE_SPMV_PARAMS, const long long* __restrict__ order, BMSPARSE_SPMV_TAIL)
+{
+    spmv<T, true, false>(keys, bitmaps, offsets, values, order, BMSPARSE_SPMV_ARGS);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_cols_unit(
+    BMSPARSE_SPMV_PARAMS, const long long* __restrict__ order, BMSPARSE_SPMV_TAIL)
+{
+    spmv<T, true, true>(keys, bitmaps, offsets, values, order, BMSPARSE_SPMV_ARGS);
 }

@@ -4,10 +4,10 @@ Load-balanced: one thread per block of A (and column of X), a warp per 32
 consecutive blocks of the block list, whatever the lengths of the block
 rows. The blocks of one block row within a warp are summed by a segmented
 scan of shuffles; a block row spanning warps leaves one partial sum per
-warp, which a second kernel adds in warp order. ``A.T @ x`` reads A's blocks
-in column-major order through a permutation computed once per matrix
-(:func:`bmsparse.transpose.column_pointer`) and kept with it, so no transposed
-copy is made. See ``spmv.cu``.
+warp, which the warp of the last of them to finish adds: one launch, no
+sync. ``A.T @ x`` reads A's blocks in column-major order through a
+permutation computed once per matrix (:func:`bmsparse.transpose.column_pointer`)
+and kept with it, so no transposed copy is made. See ``spmv.cu``.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, block_cols_of, block_rows_o
 from ._sputils import get_array_module, matmul_mismatch, upcast
 
 _KERNELS = "spmv.cu"
-_kernels.register(_KERNELS, {"bmsparse_spmv_rows": ("T",), "bmsparse_spmv_cols": ("T",),
-                             "bmsparse_spmv_add_carries": ("T",)})
+_kernels.register(_KERNELS, {name: ("T",) for name in (
+    "bmsparse_spmv_rows", "bmsparse_spmv_rows_unit", "bmsparse_spmv_cols",
+    "bmsparse_spmv_cols_unit")})
 _THREADS = 256  # BMSPARSE_SPMV_THREADS
 WARP = 32
+_NULL = np.uint64(0)  # a null pointer argument
 
 
 def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
@@ -152,22 +154,31 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
         y_rs, y_cs = k, 1
     nblocks = keys.shape[0]
     nwarps = -(-nblocks // WARP)
-    # two slots of 8 partial sums per warp and column: its leading and
-    # trailing block row (raw memory: an ndarray costs microseconds)
-    carry = cupy.cuda.alloc(nwarps * k * 2 * BLOCK * x.dtype.itemsize)
-    null = np.uint64(0)
-    values = null if values is None else values
+    # one raw allocation (an ndarray costs microseconds): a counter per warp
+    # and column, zeroed, then two slots of 8 partial sums per warp and
+    # column, its leading and trailing block row
+    counted = nwarps * k * 4
+    head = -(-counted // 16) * 16
+    scratch = cupy.cuda.alloc(head + nwarps * k * 2 * BLOCK * x.dtype.itemsize)
+    if counted:
+        scratch.memset_async(0, counted)
+    values = _NULL if values is None else values
+    # a vector in and out: the kernel whose index arithmetic is constant
+    unit = "_unit" if k == 1 and x_rs == 1 and y_rs == 1 else ""
     if order is None:
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_rows", T=x.dtype)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_rows" + unit, T=x.dtype)
         args = (keys, bitmaps, offsets, values, ptr)
     else:
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_cols", T=x.dtype)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_cols" + unit, T=x.dtype)
         args = (keys, bitmaps, offsets, values, order, ptr)
-    _kernels.launch(kernel, nwarps * WARP * k, (*args, nblocks, base, x_rs, x_cs, k, nout,
-                                                y, y_rs, y_cs, carry.ptr), block=_THREADS)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_add_carries", T=x.dtype)
-    _kernels.launch(kernel, nout * k, (ptr, carry.ptr, k, nout, y, y_rs, y_cs),
-                    block=_THREADS)
+    i64 = np.int64
+    # every array is the matrix's own, contiguous base or new: no cast step
+    _kernels.launch(kernel, max(nwarps * WARP, ptr.shape[0] - 1) * k,
+                    (*args, i64(nblocks), base, i64(x_rs), i64(x_cs), i64(k), i64(nout), y,
+                     i64(y_rs), i64(y_cs), np.uint64(scratch.ptr + head),
+                     np.uint64(scratch.ptr)),
+                    block=_THREADS, shared_mem=2 * BLOCK * _THREADS * x.dtype.itemsize,
+                    cast=False)
     return y
 
 
@@ -207,13 +218,36 @@ def _spmv_numpy(keys, bitmaps, offsets, values, order, ptr, x2, nout):
         add = (lane - first >= d)[:, d:, None, None]
         acc[:, d:] = np.where(add, acc[:, :-d] + acc[:, d:], acc[:, d:])
         d <<= 1
-    # 3. and 4.: the segments' last lanes in position order, which is warp
-    # order: a block row inside a warp gets its one sum, one spanning warps
-    # the sum of its pieces from the first warp on
+    # 3. and 4.: the segments' last lanes in position order, which is group
+    # order: a group inside a warp gets its one sum, an empty one 0
     last = np.ones((nwarps, WARP), dtype=bool)
     last[:, :-1] = lane_group[:, :-1] != lane_group[:, 1:]
     last &= lane_group >= 0
     ngroups = ptr.shape[0] - 1
     y = np.zeros((ngroups, BLOCK, k), dtype=x2.dtype)
-    np.add.at(y, lane_group[last], acc[last])
+    pieces, groups = acc[last], lane_group[last]
+    y[groups] = pieces  # a spanning group's last piece, replaced below
+    _sum_pieces(y, pieces, groups)
     return y.reshape(ngroups * BLOCK, k)[:nout]
+
+
+def _sum_pieces(y: np.ndarray, pieces: np.ndarray, groups: np.ndarray) -> None:
+    """Step 3 for the groups spanning warps, as their last warp adds their
+    pieces (in position order): lane l sums pieces l, l + 32, ... from 0,
+    then lane l takes lane l + d's sum for d = 16, 8, 4, 2, 1."""
+    first = np.searchsorted(groups, groups)
+    index = np.arange(groups.shape[0]) - first
+    spanning = np.isin(groups, groups[index > 0])
+    if not spanning.any():
+        return
+    spans, which = np.unique(groups[spanning], return_inverse=True)
+    index, pieces = index[spanning], pieces[spanning]
+    lanes = np.zeros((spans.shape[0], WARP) + pieces.shape[1:], dtype=pieces.dtype)
+    for chunk in range(int(index.max()) // WARP + 1):
+        now = index // WARP == chunk  # (span, lane) pairs unique within a chunk
+        lanes[which[now], index[now] % WARP] += pieces[now]
+    d = WARP // 2
+    while d:
+        lanes[:, :d] = lanes[:, :d] + lanes[:, d:2 * d]
+        d //= 2
+    y[spans] = lanes[:, 0]

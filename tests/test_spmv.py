@@ -156,6 +156,8 @@ def test_pointers_match_the_keys(xp):
 WARP_CASES = {
     # row 2: positions 3..152, warps 0 (trailing, from lane 3) to 4; row 5 spans warps 4..6
     "hub": [3, 0, 150, 1, 0, 40],
+    # row 1: positions 2..1061, 34 pieces (warps 0..33): a warp's lanes add two each
+    "long-hub": [2, 1060, 1],
     # rows ending at positions 32, 96 (two whole warps), 128, 129, 160 and 193
     "warp-boundaries": [32, 64, 32, 1, 0, 31, 33],
     # row 1: positions 16..79, trailing in warp 0, the whole of warp 1, leading in warp 2
@@ -258,18 +260,24 @@ def kernel_model(keys, bitmaps, offsets, values, order, ptr, x2, nout):
                     slot = 0 if first[lane] == 0 else 1
                     assert (w, j, slot) not in carry
                     carry[w, j, slot] = acc[lane]
-    for j in range(k):  # bmsparse_spmv_add_carries
+    for j in range(k):  # step 3's last piece to arrive, and step 4
         for i in range(nout):
             g, r = i >> 3, i & 7
             start, end = int(ptr[g]), int(ptr[g + 1])
             w0, w1 = start >> 5, (end - 1) >> 5
             if start == end:
                 y[i, j] = zero
-            elif w0 != w1:
-                s = carry[w0, j, 1 if start & 31 else 0][r]
-                for w in range(w0 + 1, w1 + 1):
-                    s += carry[w, j, 0][r]
-                y[i, j] = s
+            elif w0 != w1:  # the last warp: lane l adds pieces l, l + 32, ...
+                pieces = [carry[w, j, 1 if w == w0 and start & 31 else 0][r]
+                          for w in range(w0, w1 + 1)]
+                lanes = [zero] * 32
+                for p, piece in enumerate(pieces):
+                    lanes[p % 32] = lanes[p % 32] + piece
+                d = 16
+                while d:  # then lane l < d adds lane l + d's sum
+                    lanes[:d] = [lanes[lane] + lanes[lane + d] for lane in range(d)]
+                    d //= 2
+                y[i, j] = lanes[0]
             else:
                 continue
             writes[i, j] += 1

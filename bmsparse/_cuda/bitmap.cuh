@@ -74,6 +74,23 @@ __device__ __forceinline__ unsigned int col_bits(u64 bitmap, int c) {
     return (unsigned int)((((bitmap >> c) & BMSPARSE_LOW_BITS) * 0x0102040810204080ull) >> 56);
 }
 
+// rows of a block holding a bit, as an 8-bit mask (bit 0 of each byte is
+// first made the OR of its byte)
+__device__ __forceinline__ unsigned int nonempty_rows(u64 bitmap) {
+    bitmap |= bitmap >> 4;
+    bitmap |= bitmap >> 2;
+    bitmap |= bitmap >> 1;
+    return col_bits(bitmap, 0);
+}
+
+// columns of a block holding a bit, as an 8-bit mask: the OR of its rows
+__device__ __forceinline__ unsigned int nonempty_cols(u64 bitmap) {
+    bitmap |= bitmap >> 32;
+    bitmap |= bitmap >> 16;
+    bitmap |= bitmap >> 8;
+    return (unsigned int)bitmap & 0xffu;
+}
+
 // Boolean 8x8 product: row r of the result is the OR of the rows t of b for
 // which a has (r, t).
 __device__ __forceinline__ u64 bool_product(u64 a, u64 b) {

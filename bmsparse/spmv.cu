@@ -56,8 +56,8 @@
 // w * k + j (so the k warps reading the same 32 blocks are neighbours);
 // 2 * 8 * sizeof(T) bytes of dynamic shared memory per thread (step 1).
 // The _unit kernels are the same for a vector in and out (k == 1, x_rs ==
-// y_rs == 1; x_cs, y_cs and k are ignored): their index arithmetic folds to
-// constants, which takes a quarter of the instructions off.
+// y_rs == 1), without the strides and k among their arguments: their index
+// arithmetic folds to constants, which takes a quarter of the instructions off.
 // Work: O(k * (nnz + nblocks + nout)), with O(log 32) shuffles per block and
 // O(nblocks / 1024) sequential additions per lane for a group spanning warps.
 // Deterministic (the atomics only count arrivals): each output is summed in a
@@ -315,6 +315,13 @@ __device__ __forceinline__ void spmv(
     unsigned int* __restrict__ count
 #define BMSPARSE_SPMV_ARGS \
     ptr, nblocks, x, x_rs, x_cs, k, nout, y, y_rs, y_cs, carry, count
+// the _unit kernels take no strides and no k: each launch argument costs
+// CuPy about 0.4 us of host time
+#define BMSPARSE_SPMV_UNIT_TAIL \
+    const long long* __restrict__ ptr, long long nblocks, const T* __restrict__ x, \
+    long long nout, T* __restrict__ y, T* __restrict__ carry, unsigned int* __restrict__ count
+#define BMSPARSE_SPMV_UNIT_ARGS \
+    ptr, nblocks, x, 1, 0, 1, nout, y, 1, 0, carry, count
 
 template <typename T>
 __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_rows(
@@ -325,9 +332,9 @@ __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_rows(
 
 template <typename T>
 __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_rows_unit(
-    BMSPARSE_SPMV_PARAMS, BMSPARSE_SPMV_TAIL)
+    BMSPARSE_SPMV_PARAMS, BMSPARSE_SPMV_UNIT_TAIL)
 {
-    spmv<T, false, true>(keys, bitmaps, offsets, values, nullptr, BMSPARSE_SPMV_ARGS);
+    spmv<T, false, true>(keys, bitmaps, offsets, values, nullptr, BMSPARSE_SPMV_UNIT_ARGS);
 }
 
 template <typename T>
@@ -339,7 +346,7 @@ __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_cols(
 
 template <typename T>
 __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) bmsparse_spmv_cols_unit(
-    BMSPARSE_SPMV_PARAMS, const long long* __restrict__ order, BMSPARSE_SPMV_TAIL)
+    BMSPARSE_SPMV_PARAMS, const long long* __restrict__ order, BMSPARSE_SPMV_UNIT_TAIL)
 {
-    spmv<T, true, true>(keys, bitmaps, offsets, values, order, BMSPARSE_SPMV_ARGS);
+    spmv<T, true, true>(keys, bitmaps, offsets, values, order, BMSPARSE_SPMV_UNIT_ARGS);
 }

@@ -172,13 +172,15 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_cols" + unit, T=x.dtype)
         args = (keys, bitmaps, offsets, values, order, ptr)
     i64 = np.int64
+    carry, count = np.uint64(scratch.ptr + head), np.uint64(scratch.ptr)
+    if unit:
+        args = (*args, i64(nblocks), base, i64(nout), y, carry, count)
+    else:
+        args = (*args, i64(nblocks), base, i64(x_rs), i64(x_cs), i64(k), i64(nout), y,
+                i64(y_rs), i64(y_cs), carry, count)
     # every array is the matrix's own, contiguous base or new: no cast step
-    _kernels.launch(kernel, max(nwarps * WARP, ptr.shape[0] - 1) * k,
-                    (*args, i64(nblocks), base, i64(x_rs), i64(x_cs), i64(k), i64(nout), y,
-                     i64(y_rs), i64(y_cs), np.uint64(scratch.ptr + head),
-                     np.uint64(scratch.ptr)),
-                    block=_THREADS, shared_mem=2 * BLOCK * _THREADS * x.dtype.itemsize,
-                    cast=False)
+    _kernels.launch(kernel, max(nwarps * WARP, ptr.shape[0] - 1) * k, args, block=_THREADS,
+                    shared_mem=2 * BLOCK * _THREADS * x.dtype.itemsize, cast=False)
     return y
 
 

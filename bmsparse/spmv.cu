@@ -189,7 +189,10 @@ __device__ __forceinline__ void combine_and_store(
     }
     unsigned int lasts = __ballot_sync(BMSPARSE_FULL_WARP, last);
     if (!lasts) return;
+    // the counting lane's fence, then __syncwarp (which orders memory among
+    // the warp's lanes): every lane reads the pieces after the last write
     __threadfence();
+    __syncwarp();
     while (lasts) {  // at most two: the warp's leading and trailing segments
         const int owner = __ffs(lasts) - 1;
         lasts &= lasts - 1u;

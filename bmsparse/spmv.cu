@@ -74,18 +74,30 @@
 
 #define BMSPARSE_FULL_WARP 0xffffffffu
 
+// f applied to each real part of x (re and im of a complex value): the warp
+// shuffles and __ldcg take scalars only
+template <typename T, typename F>
+__device__ __forceinline__ T by_parts(T x, F f) {
+    return f(x);
+}
+
+template <typename R, typename F>
+__device__ __forceinline__ bm_complex<R> by_parts(bm_complex<R> x, F f) {
+    return bm_complex<R>(f(x.re), f(x.im));
+}
+
 template <typename T>
 __device__ __forceinline__ T shfl_up(T x, int d) {
-    return __shfl_up_sync(BMSPARSE_FULL_WARP, x, d);
+    return by_parts(x, [d](auto v) { return __shfl_up_sync(BMSPARSE_FULL_WARP, v, d); });
 }
 
-template <typename R>
-__device__ __forceinline__ bm_complex<R> shfl_up(bm_complex<R> x, int d) {
-    return bm_complex<R>(__shfl_up_sync(BMSPARSE_FULL_WARP, x.re, d),
-                         __shfl_up_sync(BMSPARSE_FULL_WARP, x.im, d));
+template <typename T>
+__device__ __forceinline__ T shfl_down(T x, int d) {
+    return by_parts(x, [d](auto v) { return __shfl_down_sync(BMSPARSE_FULL_WARP, v, d); });
 }
 
-// A load from L2, past this SM's L1: another SM wrote the value.
+// A load from L2, past this SM's L1: another SM wrote the value. Its parts
+// are read where they lie (by_parts would take a copy).
 template <typename T>
 __device__ __forceinline__ T load_cg(const T* p) {
     return __ldcg(p);
@@ -94,17 +106,6 @@ __device__ __forceinline__ T load_cg(const T* p) {
 template <typename R>
 __device__ __forceinline__ bm_complex<R> load_cg(const bm_complex<R>* p) {
     return bm_complex<R>(__ldcg(&p->re), __ldcg(&p->im));
-}
-
-template <typename T>
-__device__ __forceinline__ T shfl_down(T x, int d) {
-    return __shfl_down_sync(BMSPARSE_FULL_WARP, x, d);
-}
-
-template <typename R>
-__device__ __forceinline__ bm_complex<R> shfl_down(bm_complex<R> x, int d) {
-    return bm_complex<R>(__shfl_down_sync(BMSPARSE_FULL_WARP, x.re, d),
-                         __shfl_down_sync(BMSPARSE_FULL_WARP, x.im, d));
 }
 
 // Y's rows row0 .. row0 + 7 (those below nout) of one column, yj[i * y_rs].
@@ -216,10 +217,8 @@ __device__ __forceinline__ void zero_empty_group(
     const long long j = k == 1 ? 0 : tid / ngroups;  // a 64-bit division is long
     const long long g = tid - j * ngroups;
     if (ptr[g] != ptr[g + 1]) return;
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        if ((g << 3) + r < nout) y[((g << 3) + r) * y_rs + j * y_cs] = T(0);
-    }
+    const T zeros[8] = {};
+    store_outputs(zeros, g << 3, nout, y + j * y_cs, y_rs);
 }
 
 // Step 1: acc[o] = sum of A(r, c) * xb[i * xs] over the block's bits in bit

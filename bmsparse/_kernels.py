@@ -223,15 +223,12 @@ def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     for a in args:
         kind = type(a)
         # exact types first: this runs for every argument of every launch
-        if kind is _NDARRAY:
-            # CuPy's own attribute (.flags builds an object per call)
-            if not a._c_contiguous:
-                _not_contiguous(kernel)
-        elif kind is int or kind is bool:
+        if kind is int or kind is bool:
             a = np.int64(a)
         elif kind is float:
             a = np.float64(a)
         elif isinstance(a, _NDARRAY):
+            # CuPy's own attribute (.flags builds an object per call)
             if not a._c_contiguous:
                 _not_contiguous(kernel)
         elif isinstance(a, (bool, int)) and not isinstance(a, np.generic):

@@ -141,6 +141,7 @@ class BitmapMatrix:
 
             *arrays, column = transpose(source.keys, source.bitmaps, source.offsets,
                                         source.values, source.nnz,
+                                        nblocks_along(source.shape[0]),
                                         nblocks_along(source.shape[1]),
                                         source._cache.get("column_pointer"))
             # the transpose's column order is the source's: kept for A.T @ x
@@ -183,7 +184,7 @@ class BitmapMatrix:
             from .transpose import column_pointer
 
             column = self._cache["column_pointer"] = column_pointer(
-                self.keys, nblocks_along(self.shape[1]))
+                self.keys, nblocks_along(self.shape[0]), nblocks_along(self.shape[1]))
         return column
 
     def _column_order(self) -> Any:

@@ -11,21 +11,29 @@
 // instead of about twenty (CuPy's argsort alone is about twelve) is what
 // makes the transpose of a small matrix cheap: its passes take 5-40 us of
 // GPU time each and every launch 10-25 us of host time.
-//   1. count: every block adds (its value count << 32 | 1) to its block
-//      column's counter;
-//   2. scan: an exclusive scan of the counters in place gives each column
-//      its first output block (low half, also written to `ptr`) and its
-//      first value (high half);
-//   3. place: every block takes the next place of its column (the low half
-//      is the cursor), so a column holds its blocks in no particular order;
-//   4. sort and write: a column's blocks are put back in their order in A
-//      (which is their block-row order: A's keys are sorted) and the output
-//      keys, bitmaps and offsets written in that order. A column of at most
-//      BMSPARSE_TRANSPOSE_SHORT blocks: a thread per block counts the blocks
-//      before it; up to BMSPARSE_TRANSPOSE_MEDIUM: a warp sorts it in shared
-//      memory; longer: the thread block, in shared memory up to
-//      BMSPARSE_TRANSPOSE_SHARED, in `order` itself beyond. Sorts go by
-//      buckets of block rows, or a bitonic network when a bucket overfills;
+// The blocks are sorted by buckets: bucket (c, g) holds the blocks of block
+// column c in block rows [g << group_shift, (g + 1) << group_shift), so
+// that buckets follow each other in the output. transpose.py picks
+// group_shift so that there are about as many buckets as blocks: a hub
+// column is cut into many short buckets (a bucket per block row where the
+// matrix has few block rows: nothing left to sort), and no column's sort
+// holds up a thread block.
+//   1. count: every block adds (its value count << 32 | 1) to its bucket's
+//      counter;
+//   2. scan: an exclusive scan of the counters in place gives each bucket
+//      its first output block (low half) and its first value (high half);
+//   3. place: every block takes the next place of its bucket (the low half
+//      is the cursor, and ends as the bucket's end), so a bucket holds its
+//      blocks in no particular order;
+//   4. sort and write: `ptr` from the columns' first buckets; a bucket's
+//      blocks are put back in their order in A (which is their block-row
+//      order: A's keys are sorted) and the output keys, bitmaps and offsets
+//      written in that order. A bucket of at most BMSPARSE_TRANSPOSE_SHORT
+//      blocks: a thread per block counts the blocks before it; up to
+//      BMSPARSE_TRANSPOSE_MEDIUM: a warp sorts it in shared memory; longer:
+//      the thread block, in shared memory up to BMSPARSE_TRANSPOSE_SHARED,
+//      in `order` itself beyond. Sorts go by bins of block rows, or a bitonic
+//      network when a bin overfills;
 //   5. values (`outputs` 2): 8 threads per output block.
 // `outputs` 0: passes 1-4 write `order` and `ptr` only, the column pointer
 // of A.T @ x and of the task list; 1: and the blocks (no values).
@@ -41,12 +49,16 @@
 //   long long offsets[nblocks + 1]   - value offsets of A's blocks
 //   T         values[nnz]            - values of A
 //   long long nblocks, nbcols        - blocks and block columns of A
+//   long long groups, group_shift    - buckets per block column, and log2 of
+//                                      the block rows per bucket
 //   long long outputs                - see above
-//   u64       work[nbcols + 2 + grid] - zeroed: the column counters, the
-//                                      barrier, the thread blocks' sums
+//   u64       work[nbcols * groups + 3 + grid] - zeroed: the bucket counters,
+//                                      the barrier, the thread blocks' sums, the
+//                                      count of buckets pass 4 sorts
 //   long long ptr[nbcols + 1]        - out: A's blocks of block column c are
 //                                      order[ptr[c]:ptr[c + 1]]
-//   unsigned  placed[nblocks]        - scratch: the blocks of each column
+//   unsigned  placed[nblocks + nblocks / 32 + 1] - scratch: the blocks of each
+//                                      bucket, then the buckets pass 4 sorts
 //   long long order[nblocks]         - out: A's block of each output block (in,
 //                                      for the two-kernel path)
 //   u64       t_keys[nblocks], t_bitmaps[nblocks] - out: blocks of A.T
@@ -59,8 +71,9 @@
 // output block; values: 8 threads per output block (thread r writes row r of
 // the transposed block, which is column r of A's block, so its outputs are
 // contiguous).
-// Work: O(nblocks + nbcols + nnz), and to sort a column of L blocks O(L^2)
-// at most 32 (in parallel), O(L) by buckets, else O(L log^2 L).
+// Work: O(nblocks + nbcols * groups + nnz), and to sort a bucket of L
+// blocks O(L^2) at most 32 (in parallel), O(L) by bins, else
+// O(L log^2 L).
 // Deterministic: values are only moved, the order is a sort.
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
@@ -97,10 +110,10 @@ __device__ __forceinline__ void move_transposed_row(
 #endif
 #define BMSPARSE_TRANSPOSE_WARPS (BMSPARSE_TRANSPOSE_THREADS / 32)
 #define BMSPARSE_TRANSPOSE_MEDIUM (BMSPARSE_TRANSPOSE_SHARED / BMSPARSE_TRANSPOSE_WARPS)
-// a long column is cut into one bucket per thread by value range; buckets
-// this full are sorted by the bitonic network instead
-#ifndef BMSPARSE_TRANSPOSE_BUCKET
-#define BMSPARSE_TRANSPOSE_BUCKET 64
+// a long bucket is cut into one bin per thread by value range; bins this
+// full are sorted by the bitonic network instead
+#ifndef BMSPARSE_TRANSPOSE_BIN
+#define BMSPARSE_TRANSPOSE_BIN 64
 #endif
 
 // what the passes read and write
@@ -108,9 +121,14 @@ struct Columns {
     const u64* __restrict__ keys;
     const u64* __restrict__ bitmaps;
     int outputs;           // 0: `order` and `ptr` only, 1: and the blocks, 2: and the values
-    u64* counters;         // [nbcols]: counts, then first (value << 32 | block)
-    long long* ptr;        // [nbcols + 1]
-    unsigned int* placed;  // [nblocks]: each column's blocks, unsorted (pass 3)
+    long long groups;      // buckets per block column
+    int group_shift;       // a bucket holds 2^group_shift block rows of its column
+    u64* counters;         // [nbuckets]: counts, then first (value << 32 | block); from
+                           // pass 3 on, the low half is the bucket's end
+    unsigned int* placed;  // [nblocks]: each bucket's blocks, unsorted (pass 3)
+    unsigned int* longer;  // [nblocks / 32 + 1]: the buckets of more than
+                           // BMSPARSE_TRANSPOSE_SHORT blocks, in no order (pass 2)
+    u64* nlonger;          // how many
     long long* order;      // [nblocks]
     u64* t_keys;
     u64* t_bitmaps;
@@ -132,6 +150,28 @@ __device__ __forceinline__ void write_loaded(const Columns& k, long long c, long
 __device__ __forceinline__ u64 value_count(const Columns& k, long long s)
 {
     return k.outputs ? (u64)__popcll(k.bitmaps[s]) : 0ull;
+}
+
+__device__ __forceinline__ long long bucket_of(const Columns& k, u64 key)
+{
+    return (long long)block_col(key) * k.groups + (long long)(block_row(key) >> k.group_shift);
+}
+
+// after pass 3: bucket b's blocks are placed[bucket_start(b), bucket_end(b))
+__device__ __forceinline__ long long bucket_end(const Columns& k, long long b)
+{
+    return (long long)(__ldcg(k.counters + b) & 0xffffffffull);
+}
+
+__device__ __forceinline__ long long bucket_start(const Columns& k, long long b)
+{
+    return b ? bucket_end(k, b - 1) : 0;
+}
+
+// the first value of bucket b's blocks in A.T
+__device__ __forceinline__ u64 bucket_values(const Columns& k, long long b)
+{
+    return __ldcg(k.counters + b) >> 32;
 }
 
 // a warp or the whole thread block sorting one column together: the
@@ -209,13 +249,13 @@ __device__ void group_sort(V* a, I n)
 }
 
 // out[0, n) = in[0, n) sorted, by a warp or the whole thread block: a
-// bucket per thread by value range (the blocks of a column spread over A's
-// rows), then each thread sorts its bucket by insertion. False, with `out`
-// unsorted, when a bucket holds more than BMSPARSE_TRANSPOSE_BUCKET values.
+// bin per thread by value range (the blocks of a bucket spread over its
+// rows), then each thread sorts its bin by insertion. False, with `out`
+// unsorted, when a bin holds more than BMSPARSE_TRANSPOSE_BIN values.
 // `counts`: shared memory for one count per thread of the group.
 template <bool WHOLE_BLOCK, typename I, typename V>
-__device__ bool bucket_sort(const unsigned int* in, I n, V* out, unsigned int* counts,
-                            u64* warp_sums)
+__device__ bool bin_sort(const unsigned int* in, I n, V* out, unsigned int* counts,
+                         u64* warp_sums)
 {
     const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
     unsigned int low = 0xffffffffu, high = 0u;
@@ -232,10 +272,10 @@ __device__ bool bucket_sort(const unsigned int* in, I n, V* out, unsigned int* c
         atomicAdd(counts + ((__ldcg(in + i) - low) * (u64)size) / span, 1u);
     group_sync<WHOLE_BLOCK>();
     const unsigned int count = counts[rank];
-    if (group_any<WHOLE_BLOCK>(count > BMSPARSE_TRANSPOSE_BUCKET)) return false;
+    if (group_any<WHOLE_BLOCK>(count > BMSPARSE_TRANSPOSE_BIN)) return false;
     u64 total;
     const I start = (I)group_exclusive_scan<WHOLE_BLOCK>(count, warp_sums, &total);
-    counts[rank] = (unsigned int)start;  // now the bucket's cursor
+    counts[rank] = (unsigned int)start;  // now the bin's cursor
     group_sync<WHOLE_BLOCK>();
     for (I i = rank; i < n; i += size) {
         const unsigned int v = __ldcg(in + i);
@@ -252,12 +292,13 @@ __device__ bool bucket_sort(const unsigned int* in, I n, V* out, unsigned int* c
     return true;
 }
 
-// pass 4 for a column of at most BMSPARSE_TRANSPOSE_SHORT blocks: block s
-// counts the blocks of its column that come before it, and their values
-__device__ __forceinline__ void rank_in_short_column(const Columns& k, long long s)
+// pass 4 for a bucket of at most BMSPARSE_TRANSPOSE_SHORT blocks: block s
+// counts the blocks of its bucket that come before it, and their values
+__device__ __forceinline__ void rank_in_short_bucket(const Columns& k, long long s)
 {
-    const long long c = block_col(k.keys[s]);
-    const long long lo = __ldcg(k.ptr + c), n = __ldcg(k.ptr + c + 1) - lo;
+    const u64 key = k.keys[s];
+    const long long b = bucket_of(k, key);
+    const long long lo = bucket_start(k, b), n = bucket_end(k, b) - lo;
     if (n > BMSPARSE_TRANSPOSE_SHORT) return;
     long long rank = 0;
     u64 before = 0;
@@ -273,18 +314,17 @@ __device__ __forceinline__ void rank_in_short_column(const Columns& k, long long
             }
         }
     }
-    const bool load = k.outputs;
-    write_loaded(k, c, lo + rank, s, load ? k.keys[s] : 0ull, load ? k.bitmaps[s] : 0ull,
-                 (__ldcg(k.counters + c) >> 32) + before);
+    write_loaded(k, block_col(key), lo + rank, s, key, k.outputs ? k.bitmaps[s] : 0ull,
+                 bucket_values(k, b) + before);
 }
 
-// pass 4's output for column c, its blocks sorted in a[0, n): each thread
+// pass 4's output for bucket b of column c, its blocks sorted in a[0, n): each thread
 // of the warp (thread block) writes a run of consecutive output blocks,
 // after one scan of the runs' values, loading a few blocks at a time (the
 // stores between would keep the compiler from moving the loads up)
 template <bool WHOLE_BLOCK, typename V>
-__device__ void write_sorted(const Columns& k, long long c, long long lo, const V* a,
-                             long long n, u64* warp_sums)
+__device__ void write_sorted(const Columns& k, long long c, long long b, long long lo,
+                             const V* a, long long n, u64* warp_sums)
 {
     const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
     const long long run = (n + size - 1) / size;
@@ -293,8 +333,7 @@ __device__ void write_sorted(const Columns& k, long long c, long long lo, const 
     u64 sum = 0, total;
     for (long long i = i0; i < i1; ++i)
         sum += value_count(k, (long long)a[i]);
-    u64 at = (__ldcg(k.counters + c) >> 32)
-             + group_exclusive_scan<WHOLE_BLOCK>(sum, warp_sums, &total);
+    u64 at = bucket_values(k, b) + group_exclusive_scan<WHOLE_BLOCK>(sum, warp_sums, &total);
     for (long long i = i0; i < i1; i += 4) {
         long long s[4];
         u64 key[4], bitmap[4];
@@ -314,135 +353,140 @@ __device__ void write_sorted(const Columns& k, long long c, long long lo, const 
     }
 }
 
-// pass 4 for a column of more than BMSPARSE_TRANSPOSE_SHORT blocks, sorted
+// pass 4 for a bucket of more than BMSPARSE_TRANSPOSE_SHORT blocks, sorted
 // into `sorted` by a warp (up to BMSPARSE_TRANSPOSE_MEDIUM blocks, in its
 // slice of shared memory) or by the whole thread block (in shared memory
-// when the column fits `tile`, else in `order` itself: a sort in global
+// when the bucket fits `tile`, else in `order` itself: a sort in global
 // memory is several times slower, the surrogate's longest column of 7,861
-// blocks took 100 us): by buckets, else by the bitonic network
+// blocks took 100 us as one bucket): by bins of block rows, else by the bitonic
+// network
 template <bool WHOLE_BLOCK, typename I, typename V>
-__device__ void sort_column(const Columns& k, long long c, long long lo, I n, V* sorted,
+__device__ void sort_bucket(const Columns& k, long long b, long long lo, I n, V* sorted,
                             unsigned int* counts, u64* warp_sums)
 {
-    if (!bucket_sort<WHOLE_BLOCK>(k.placed + lo, n, sorted, counts, warp_sums)) {
+    if (!bin_sort<WHOLE_BLOCK>(k.placed + lo, n, sorted, counts, warp_sums)) {
         for (I i = group_rank<WHOLE_BLOCK>(); i < n; i += group_size<WHOLE_BLOCK>())
             sorted[i] = __ldcg(k.placed + lo + i);
         group_sync<WHOLE_BLOCK>();
         group_sort<WHOLE_BLOCK>(sorted, n);
     }
-    write_sorted<WHOLE_BLOCK>(k, c, lo, sorted, (long long)n, warp_sums);
+    write_sorted<WHOLE_BLOCK>(k, b / k.groups, b, lo, sorted, (long long)n, warp_sums);
     group_sync<WHOLE_BLOCK>();  // `sorted` is reused
 }
 
-// pass 4 for the columns longer than BMSPARSE_TRANSPOSE_SHORT: thread block
-// b takes columns b, b + grid, b + 2 grid, ... (neighbouring columns are
-// often alike: the hubs of a graph numbered by degree), up to one per
-// thread at a time, hands the medium ones to its warps and sorts the long
-// ones itself
-__device__ void sort_longer_columns(const Columns& k, long long nbcols, unsigned int* tile,
-                                    unsigned int* lists, u64* warp_sums)
+// pass 4 for the buckets longer than BMSPARSE_TRANSPOSE_SHORT (listed by
+// pass 2): thread block t takes the listed buckets t, t + grid, t + 2 grid,
+// ..., up to one per thread at a time, hands the medium ones to its warps
+// and sorts the long ones itself
+__device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsigned int* lists,
+                                    u64* warp_sums)
 {
     unsigned int* medium = lists;
     unsigned int* longer = lists + BMSPARSE_TRANSPOSE_THREADS;
-    unsigned int* bucket_counts = lists + 2 * BMSPARSE_TRANSPOSE_THREADS;
+    unsigned int* bin_counts = lists + 2 * BMSPARSE_TRANSPOSE_THREADS;
     __shared__ int nmedium, nlonger;
     const int warp = threadIdx.x >> 5;
-    const long long mine = blockIdx.x < nbcols ? (nbcols - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const long long listed = (long long)__ldcg(k.nlonger);
+    const long long mine = blockIdx.x < listed ? (listed - 1 - blockIdx.x) / gridDim.x + 1 : 0;
     for (long long first = 0; first < mine; first += blockDim.x) {
         if (threadIdx.x == 0) nmedium = nlonger = 0;
         __syncthreads();
         if (first + threadIdx.x < mine) {
-            const long long c = blockIdx.x + (first + threadIdx.x) * gridDim.x;
-            const long long n = __ldcg(k.ptr + c + 1) - __ldcg(k.ptr + c);
-            if (n > BMSPARSE_TRANSPOSE_MEDIUM) longer[atomicAdd(&nlonger, 1)] = (unsigned int)c;
-            else if (n > BMSPARSE_TRANSPOSE_SHORT) medium[atomicAdd(&nmedium, 1)] = (unsigned int)c;
+            const long long b = __ldcg(k.longer + blockIdx.x + (first + threadIdx.x) * gridDim.x);
+            if (bucket_end(k, b) - bucket_start(k, b) > BMSPARSE_TRANSPOSE_MEDIUM)
+                longer[atomicAdd(&nlonger, 1)] = (unsigned int)b;
+            else
+                medium[atomicAdd(&nmedium, 1)] = (unsigned int)b;
         }
         __syncthreads();
         for (int m = warp; m < nmedium; m += BMSPARSE_TRANSPOSE_WARPS) {
-            const long long c = medium[m], lo = __ldcg(k.ptr + c);
-            sort_column<false>(k, c, lo, (int)(__ldcg(k.ptr + c + 1) - lo),
-                               tile + warp * BMSPARSE_TRANSPOSE_MEDIUM, bucket_counts + warp * 32,
+            const long long b = medium[m], lo = bucket_start(k, b);
+            sort_bucket<false>(k, b, lo, (int)(bucket_end(k, b) - lo),
+                               tile + warp * BMSPARSE_TRANSPOSE_MEDIUM, bin_counts + warp * 32,
                                nullptr);
         }
         __syncthreads();
-        // (the warps' bucket counts are free again)
+        // (the warps' bin counts are free again)
         for (int m = 0; m < nlonger; ++m) {
-            const long long c = longer[m], lo = __ldcg(k.ptr + c), n = __ldcg(k.ptr + c + 1) - lo;
+            const long long b = longer[m], lo = bucket_start(k, b), n = bucket_end(k, b) - lo;
             if (n <= BMSPARSE_TRANSPOSE_SHARED)
-                sort_column<true>(k, c, lo, n, tile, bucket_counts, warp_sums);
+                sort_bucket<true>(k, b, lo, n, tile, bin_counts, warp_sums);
             else  // order[lo + i] is written as it already is
-                sort_column<true>(k, c, lo, n, k.order + lo, bucket_counts, warp_sums);
+                sort_bucket<true>(k, b, lo, n, k.order + lo, bin_counts, warp_sums);
         }
         __syncthreads();
     }
 }
 
-// pass 2: exclusive scan of the column counters in place, each thread block
-// scanning an equal run of columns after the sum of the runs before it
-__device__ void scan_columns(const Columns& k, long long nbcols, long long nblocks, u64* bar,
-                             u64* block_sums, u64* warp_sums)
+// pass 2: exclusive scan of the bucket counters in place, each thread block
+// scanning an equal run of buckets after the sum of the runs before it; the
+// buckets pass 4 sorts are listed
+__device__ void scan_buckets(const Columns& k, long long nbuckets, u64* bar, u64* block_sums,
+                             u64* warp_sums)
 {
-    const long long run = (nbcols + gridDim.x - 1) / gridDim.x;
+    const long long run = (nbuckets + gridDim.x - 1) / gridDim.x;
     const long long lo = blockIdx.x * run;
-    const long long hi = lo + run < nbcols ? lo + run : nbcols;
+    const long long hi = lo + run < nbuckets ? lo + run : nbuckets;
     u64 sum = 0, total;
-    for (long long c = lo + threadIdx.x; c < hi; c += blockDim.x) sum += __ldcg(k.counters + c);
+    for (long long b = lo + threadIdx.x; b < hi; b += blockDim.x) sum += __ldcg(k.counters + b);
     block_exclusive_scan(sum, warp_sums, &total);
     if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
     grid_barrier(bar);
     u64 before = 0;
-    for (long long b = threadIdx.x; b < blockIdx.x; b += blockDim.x) before += __ldcg(block_sums + b);
+    for (long long t = threadIdx.x; t < blockIdx.x; t += blockDim.x) before += __ldcg(block_sums + t);
     block_exclusive_scan(before, warp_sums, &before);
-    for (long long c0 = lo; c0 < hi; c0 += blockDim.x) {
-        const long long c = c0 + threadIdx.x;
-        const u64 v = c < hi ? __ldcg(k.counters + c) : 0ull;
+    for (long long b0 = lo; b0 < hi; b0 += blockDim.x) {
+        const long long b = b0 + threadIdx.x;
+        const u64 v = b < hi ? __ldcg(k.counters + b) : 0ull;
         const u64 at = before + block_exclusive_scan(v, warp_sums, &total);
-        if (c < hi) {
-            k.counters[c] = at;
-            k.ptr[c] = (long long)(at & 0xffffffffull);
-        }
+        if (b < hi) k.counters[b] = at;
+        if ((v & 0xffffffffull) > BMSPARSE_TRANSPOSE_SHORT)
+            k.longer[atomicAdd(k.nlonger, 1ull)] = (unsigned int)b;
         before += total;
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) k.ptr[nbcols] = nblocks;
 }
 
 template <typename T>
 __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose_columns(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
-    long long nblocks, long long nbcols, long long outputs, u64* work, long long* ptr,
-    unsigned int* placed, long long* order, u64* t_keys, u64* t_bitmaps, long long* t_offsets,
-    T* t_values)
+    long long nblocks, long long nbcols, long long groups, long long group_shift,
+    long long outputs, u64* work, long long* ptr, unsigned int* placed, long long* order,
+    u64* t_keys, u64* t_bitmaps, long long* t_offsets, T* t_values)
 {
     __shared__ unsigned int tile[BMSPARSE_TRANSPOSE_SHARED];
     __shared__ unsigned int lists[3 * BMSPARSE_TRANSPOSE_THREADS];  // pass 4's
     __shared__ u64 warp_sums[32];
-    u64* bar = work + nbcols;
+    const long long nbuckets = nbcols * groups;
+    u64* bar = work + nbuckets;
     // a flag, not null pointers, says which outputs are wanted: an empty
     // array's pointer is null too
-    Columns k = {keys, bitmaps, (int)outputs, work, ptr, placed, order, t_keys, t_bitmaps,
+    Columns k = {keys, bitmaps, (int)outputs, groups, (int)group_shift, work, placed,
+                 placed + nblocks, work + nbuckets + 2 + gridDim.x, order, t_keys, t_bitmaps,
                  t_offsets};
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long nthreads = gridDim.x * (long long)blockDim.x;
 
     // 1. count
     for (long long s = tid; s < nblocks; s += nthreads)
-        atomicAdd(k.counters + block_col(keys[s]), (value_count(k, s) << 32) | 1ull);
+        atomicAdd(k.counters + bucket_of(k, keys[s]), (value_count(k, s) << 32) | 1ull);
     grid_barrier(bar);
     // 2. scan
-    scan_columns(k, nbcols, nblocks, bar, work + nbcols + 2, warp_sums);
+    scan_buckets(k, nbuckets, bar, work + nbuckets + 2, warp_sums);
     grid_barrier(bar);
-    // 3. place: the low halves are the columns' cursors (a column's last
+    // 3. place: the low halves are the buckets' cursors (a bucket's last
     // place is below 2^32, so they never carry into the high halves)
     for (long long s = tid; s < nblocks; s += nthreads) {
-        const u64 at = atomicAdd(k.counters + block_col(keys[s]), 1ull);
+        const u64 at = atomicAdd(k.counters + bucket_of(k, keys[s]), 1ull);
         placed[at & 0xffffffffull] = (unsigned int)s;
     }
     grid_barrier(bar);
-    // 4. sort and write (the counters' high halves still hold the columns'
-    // first values)
-    for (long long s = tid; s < nblocks; s += nthreads) rank_in_short_column(k, s);
-    sort_longer_columns(k, nbcols, tile, lists, warp_sums);
+    // 4. sort and write (the counters' high halves still hold the buckets'
+    // first values); a column starts with its first bucket
+    for (long long c = tid; c <= nbcols; c += nthreads)
+        ptr[c] = c < nbcols ? bucket_start(k, c * groups) : nblocks;
+    for (long long s = tid; s < nblocks; s += nthreads) rank_in_short_bucket(k, s);
+    sort_longer_buckets(k, tile, lists, warp_sums);
     if (outputs == 0) return;
     if (tid == 0) t_offsets[nblocks] = offsets[nblocks];
     if (outputs == 1) return;

@@ -8,10 +8,10 @@ enough. That order and the block-column pointer, the column pointer of A,
 are what the transposed products of :mod:`bmsparse.spmv` and the task list
 use too; the matrix keeps them. See ``transpose.cu``.
 
-On the GPU one cooperative launch does it all (a counting sort of the block
-columns, then the blocks and the values of A.T); past its limits (2^32
-blocks or values, or block columns far outnumbering blocks) a sort of the
-block columns and three launches do.
+On the GPU one cooperative launch does it all (a counting sort of the
+blocks by buckets of rows of each block column, then the blocks and the
+values of A.T); past its limits (2^32 blocks or values, or block columns far
+outnumbering blocks) a sort of the block columns and three launches do.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ THREADS = 512  # BMSPARSE_TRANSPOSE_THREADS
 _MAX_COUNT = (1 << 32) - 1
 _MAX_COLUMNS_PER_BLOCK = 8
 _MIN_COLUMNS = 1 << 20
+#: the one-launch kernel cuts block columns into buckets of 2^g block rows,
+#: at most this many per block of A in all (see :func:`bucket_shift`)
+BUCKETS_PER_BLOCK = 2
 
 
 def column_order(keys: Any) -> Any:
@@ -49,14 +52,14 @@ def column_order(keys: Any) -> Any:
     return stable_argsort(xp, (keys & xp.uint64(COL_MASK)).astype(xp.uint32))
 
 
-def column_pointer(keys: Any, nbcols: int) -> tuple[Any, Any]:
+def column_pointer(keys: Any, nbrows: int, nbcols: int) -> tuple[Any, Any]:
     """A's blocks in column-major order and its block-column pointer.
 
     Parameters
     ----------
     keys : uint64 [nblocks]
-    nbcols : int
-        Block columns of A.
+    nbrows, nbcols : int
+        Block rows and block columns of A.
 
     Returns
     -------
@@ -67,15 +70,15 @@ def column_pointer(keys: Any, nbcols: int) -> tuple[Any, Any]:
     """
     xp = get_array_module(keys)
     if xp is not np and _one_launch(keys.shape[0], 0, nbcols):
-        return _columns_cuda(keys, None, None, None, nbcols)[4:]
+        return _columns_cuda(keys, None, None, None, nbrows, nbcols)[4:]
     order = column_order(keys)
     cols = block_cols_of(keys)[order]
     ptr = xp.searchsorted(cols, xp.arange(nbcols + 1, dtype=xp.int64)).astype(xp.int64)
     return order, ptr
 
 
-def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbcols: int,
-              column: tuple[Any, Any] | None = None) -> tuple[Any, ...]:
+def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbrows: int,
+              nbcols: int, column: tuple[Any, Any] | None = None) -> tuple[Any, ...]:
     """Blocks of the transpose.
 
     Parameters
@@ -85,8 +88,8 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbco
     values : T [nnz] or None
     nnz : int
         Values of A (``offsets[-1]``, known on the host).
-    nbcols : int
-        Block columns of A.
+    nbrows, nbcols : int
+        Block rows and block columns of A.
     column : (order, ptr), optional
         :func:`column_pointer` of ``keys``, when already known (the
         one-launch kernel makes it again: it costs nothing more there).
@@ -106,10 +109,10 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbco
     """
     xp = get_array_module(keys, bitmaps, offsets, values)
     if xp is not np and _one_launch(keys.shape[0], nnz, nbcols):
-        out = _columns_cuda(keys, bitmaps, offsets, values, nbcols)
+        out = _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols)
         return (*out[:4], out[4:])
     if column is None:
-        column = column_pointer(keys, nbcols)
+        column = column_pointer(keys, nbrows, nbcols)
     order = column[0]
     if xp is np:
         return (*_transpose_numpy(keys, bitmaps, offsets, values, order), column)
@@ -119,10 +122,24 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbco
 def _one_launch(nblocks: int, nnz: int, nbcols: int) -> bool:
     """True when the one-launch kernel takes A (see ``_MAX_COUNT``)."""
     return (nblocks <= _MAX_COUNT and nnz <= _MAX_COUNT
-            and nbcols <= max(_MAX_COLUMNS_PER_BLOCK * nblocks, _MIN_COLUMNS))
+            and nbcols <= min(max(_MAX_COLUMNS_PER_BLOCK * nblocks, _MIN_COLUMNS), _MAX_COUNT))
 
 
-def _columns_cuda(keys, bitmaps, offsets, values, nbcols):
+def bucket_shift(nblocks: int, nbrows: int, nbcols: int) -> int:
+    """log2 of the block rows in a bucket of the one-launch kernel.
+
+    The least g that leaves at most ``BUCKETS_PER_BLOCK * nblocks`` buckets
+    of 2^g block rows (or one bucket per column): buckets are what that
+    kernel sorts, so a hub column is cut into short sorts and a matrix of
+    few block rows needs none (a bucket per block row); the buckets' counters
+    are zeroed and scanned.
+    """
+    most_groups = max(min(BUCKETS_PER_BLOCK * nblocks, _MAX_COUNT) // max(nbcols, 1), 1)
+    least_rows = -(-max(nbrows, 1) // most_groups)
+    return (least_rows - 1).bit_length()
+
+
+def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     """``bmsparse_transpose_columns``: (t_keys, t_bitmaps, t_offsets, t_values,
     order, ptr), the first four None without ``bitmaps``."""
     import cupy
@@ -130,27 +147,32 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbcols):
     nblocks = keys.shape[0]
     dtype = np.float64 if values is None else values.dtype
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_columns", T=dtype)
+    shift = bucket_shift(nblocks, nbrows, nbcols)
+    groups = max(-(-nbrows >> shift), 1)
+    nbuckets = nbcols * groups
     grid = min(_kernels.resident_blocks(kernel, THREADS),
-               max(-(-nblocks // THREADS), -(-nbcols // (THREADS // 32)), 1))
-    # scratch, raw memory (an ndarray costs microseconds): the column
-    # counters, the barrier and the thread blocks' sums (zeroed), then `placed`
-    nwork = 8 * (nbcols + 2 + grid)
-    work = cupy.cuda.alloc(nwork + 4 * nblocks)
+               max(-(-nblocks // THREADS), -(-nbuckets // (THREADS // 32)), 1))
+    # scratch, raw memory (an ndarray costs microseconds): the bucket
+    # counters, the barrier, the thread blocks' sums and the count of the
+    # buckets to sort (zeroed), then `placed` and the list of those buckets
+    # (more than BMSPARSE_TRANSPOSE_SHORT = 32 blocks each)
+    nwork = 8 * (nbuckets + 3 + grid)
+    work = cupy.cuda.alloc(nwork + 4 * (nblocks + nblocks // 32 + 1))
     work.memset_async(0, nwork)
     ptr = cupy.empty(nbcols + 1, dtype=cupy.int64)
     order = cupy.empty(nblocks, dtype=cupy.int64)
     null = np.uint64(0)
     if bitmaps is None:
         out = [None] * 4
-        args = (keys, null, null, null, nblocks, nbcols, 0, work.ptr, ptr, work.ptr + nwork, order,
-                null, null, null, null)
+        args = (keys, null, null, null, nblocks, nbcols, groups, shift, 0, work.ptr, ptr,
+                work.ptr + nwork, order, null, null, null, null)
     else:
         out = [cupy.empty(nblocks, dtype=cupy.uint64), cupy.empty(nblocks, dtype=cupy.uint64),
                cupy.empty(nblocks + 1, dtype=cupy.int64),
                None if values is None else cupy.empty_like(values)]
         args = (keys, bitmaps, offsets, null if values is None else values, nblocks, nbcols,
-                1 if values is None else 2, work.ptr, ptr, work.ptr + nwork, order, *out[:3],
-                null if values is None else out[3])
+                groups, shift, 1 if values is None else 2, work.ptr, ptr, work.ptr + nwork, order,
+                *out[:3], null if values is None else out[3])
     _kernels.launch(kernel, grid * THREADS, args, block=THREADS, cooperative=True)
     return (*out, order, ptr)
 

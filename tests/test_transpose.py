@@ -81,6 +81,7 @@ def test_transpose_bitmaps_moves_bit_rc_to_cr(xp):
 def _stage(a: BitmapMatrix) -> tuple:
     """The transpose stage's outputs for ``a``: blocks of A.T, then (order, ptr)."""
     out = transpose.transpose(a.keys, a.bitmaps, a.offsets, a.values, a.nnz,
+                              _format.nblocks_along(a.shape[0]),
                               _format.nblocks_along(a.shape[1]))
     return (*out[:4], *out[4])
 
@@ -96,15 +97,43 @@ def _assert_stages_equal(got: tuple, want: tuple) -> None:
             np.testing.assert_array_equal(g.get(), w)
 
 
+#: block rows per bucket of the one-launch kernel: a bucket per column (no
+#: cuts), a few hundred, or transpose.py's choice (about a block each)
+BUCKET_ROWS = {"column": 40, "512-rows": 9, "chosen": None}
+
+
+def _set_bucket_rows(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    shift = BUCKET_ROWS[name]
+    if shift is not None:
+        monkeypatch.setattr(transpose, "bucket_shift", lambda *args: shift)
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("one_launch", [True, False], ids=["one-launch", "sort"])
+@pytest.mark.parametrize("buckets", ["one-launch by column", "one-launch", "sort"])
 @pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "complex128"])
 @pytest.mark.parametrize("case", ["tall", "full-block", "empty", "dense", "wide"])
-def test_stage_cuda_equals_numpy(case, dtype, one_launch, monkeypatch):
-    if not one_launch:
+def test_stage_cuda_equals_numpy(case, dtype, buckets, monkeypatch):
+    if buckets == "sort":
         monkeypatch.setattr(transpose, "_one_launch", lambda *args: False)
+    elif buckets == "one-launch by column":
+        _set_bucket_rows(monkeypatch, "column")
     a = BitmapMatrix(named(case, dtype))
     _assert_stages_equal(_stage(a.to_device()), _stage(a))
+
+
+@pytest.mark.parametrize("nblocks, nbrows, nbcols", [
+    (0, 0, 0), (1, 1, 1), (10, 1, 5), (100, 1000, 1000), (553_279, 125_001, 125_001),
+    (185_272, 4_587, 4_587), (15_000, 788, 788), (5, 1000, 50), (2**33, 2**30, 3)])
+def test_bucket_shift_is_the_least_within_the_budget(nblocks, nbrows, nbcols):
+    shift = transpose.bucket_shift(nblocks, nbrows, nbcols)
+    budget = max(min(transpose.BUCKETS_PER_BLOCK * nblocks, 2**32 - 1), nbcols)
+
+    def buckets(g: int) -> int:
+        return nbcols * max(-(-nbrows // 2**g), 1)
+
+    assert shift >= 0
+    assert buckets(shift) <= budget
+    assert shift == 0 or buckets(shift - 1) > budget
 
 
 def _column_lengths_matrix(lengths: list[int], dtype: str, seed: int,
@@ -129,13 +158,16 @@ def _column_lengths_matrix(lengths: list[int], dtype: str, seed: int,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("buckets", BUCKET_ROWS)
 @pytest.mark.parametrize("clustered", [False, True], ids=["spread", "clustered"])
 @pytest.mark.parametrize("dtype", ["bool", "float64"])
-def test_one_launch_sorts_columns_of_every_length(dtype, clustered):
-    # a thread ranks a block in a column of up to 32, a warp sorts columns
+def test_one_launch_sorts_columns_of_every_length(dtype, clustered, buckets, monkeypatch):
+    # a thread ranks a block in a bucket of up to 32, a warp sorts buckets
     # of up to 512 and the thread block longer ones, in shared memory up to
-    # BMSPARSE_TRANSPOSE_SHARED; by buckets of block rows when spread, by
-    # the bitonic network when clustered (one bucket overfull)
+    # BMSPARSE_TRANSPOSE_SHARED; by bins of block rows when spread, by the
+    # bitonic network when clustered (one bin overfull). A bucket per
+    # column reaches every length; cut, columns span several buckets.
+    _set_bucket_rows(monkeypatch, buckets)
     lengths = [1, 0, 31, 32, 33, 500, 8192, 8193, 9000, 2, 64]
     a = BitmapMatrix(_column_lengths_matrix(lengths, dtype, seed=8, clustered=clustered))
     d = a.to_device()
@@ -145,10 +177,13 @@ def test_one_launch_sorts_columns_of_every_length(dtype, clustered):
 
 
 @pytest.mark.gpu
-def test_column_pointer_alone_equals_numpy():
+@pytest.mark.parametrize("buckets", BUCKET_ROWS)
+def test_column_pointer_alone_equals_numpy(buckets, monkeypatch):
+    _set_bucket_rows(monkeypatch, buckets)
     a = BitmapMatrix(_column_lengths_matrix([3, 40, 0, 1, 700], "float64", seed=9))
-    order, ptr = transpose.column_pointer(a.keys, 5)
-    d_order, d_ptr = transpose.column_pointer(a.to_device().keys, 5)
+    nbrows = _format.nblocks_along(a.shape[0])
+    order, ptr = transpose.column_pointer(a.keys, nbrows, 5)
+    d_order, d_ptr = transpose.column_pointer(a.to_device().keys, nbrows, 5)
     np.testing.assert_array_equal(d_order.get(), order)
     np.testing.assert_array_equal(d_ptr.get(), ptr)
 

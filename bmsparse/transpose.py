@@ -58,6 +58,7 @@ def column_pointer(keys: Any, nbrows: int, nbcols: int) -> tuple[Any, Any]:
     Parameters
     ----------
     keys : uint64 [nblocks]
+        C-contiguous.
     nbrows, nbcols : int
         Block rows and block columns of A.
 
@@ -86,6 +87,8 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbro
     keys, bitmaps : uint64 [nblocks]
     offsets : int64 [nblocks + 1]
     values : T [nnz] or None
+        C-contiguous, as a BitmapMatrix's arrays are (the GPU kernel is
+        launched without checking).
     nnz : int
         Values of A (``offsets[-1]``, known on the host).
     nbrows, nbcols : int
@@ -141,7 +144,8 @@ def bucket_shift(nblocks: int, nbrows: int, nbcols: int) -> int:
 
 def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     """``bmsparse_transpose_columns``: (t_keys, t_bitmaps, t_offsets, t_values,
-    order, ptr), the first four None without ``bitmaps``."""
+    order, ptr), the first four None without ``bitmaps``. The arrays must be
+    C-contiguous (a BitmapMatrix's are): the launch does not check them."""
     import cupy
 
     nblocks = keys.shape[0]
@@ -162,18 +166,20 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     ptr = cupy.empty(nbcols + 1, dtype=cupy.int64)
     order = cupy.empty(nblocks, dtype=cupy.int64)
     null = np.uint64(0)
+    # the scalars as the kernel declares them: launched without the casts
+    sizes = (np.int64(nblocks), np.int64(nbcols), np.int64(groups), np.int64(shift))
+    scratch = (np.uint64(work.ptr), ptr, np.uint64(work.ptr + nwork), order)
     if bitmaps is None:
         out = [None] * 4
-        args = (keys, null, null, null, nblocks, nbcols, groups, shift, 0, work.ptr, ptr,
-                work.ptr + nwork, order, null, null, null, null)
+        args = (keys, null, null, null, *sizes, np.int64(0), *scratch, null, null, null, null)
     else:
         out = [cupy.empty(nblocks, dtype=cupy.uint64), cupy.empty(nblocks, dtype=cupy.uint64),
                cupy.empty(nblocks + 1, dtype=cupy.int64),
                None if values is None else cupy.empty_like(values)]
-        args = (keys, bitmaps, offsets, null if values is None else values, nblocks, nbcols,
-                groups, shift, 1 if values is None else 2, work.ptr, ptr, work.ptr + nwork, order,
-                *out[:3], null if values is None else out[3])
-    _kernels.launch(kernel, grid * THREADS, args, block=THREADS, cooperative=True)
+        args = (keys, bitmaps, offsets, null if values is None else values, *sizes,
+                np.int64(1 if values is None else 2), *scratch, *out[:3],
+                null if values is None else out[3])
+    _kernels.launch(kernel, grid * THREADS, args, block=THREADS, cooperative=True, cast=False)
     return (*out, order, ptr)
 
 

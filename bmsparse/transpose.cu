@@ -97,10 +97,20 @@ __device__ __forceinline__ void move_transposed_row(
     const u64 bitmap = bitmaps[s];
     const T* in = values + offsets[s];
     T* out = t_values + t_offset + value_index(t_bitmap, bit_of(r, 0));
-    for (unsigned int rows = row_bits(t_bitmap, r); rows; rows &= rows - 1u) {
-        const int t = __ffs(rows) - 1;
-        *out++ = in[value_index(bitmap, bit_of(t, r))];
+    unsigned int rows = row_bits(t_bitmap, r);
+    T v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+        if (rows) {
+            const int t = __ffs(rows) - 1;
+            rows &= rows - 1u;
+            v[u] = in[value_index(bitmap, bit_of(t, r))];
+        }
     }
+    const int n = __popc(row_bits(t_bitmap, r));
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+        if (u < n) out[u] = v[u];
 }
 
 // ---- bmsparse_transpose_columns ---------------------------------------------
@@ -110,6 +120,9 @@ __device__ __forceinline__ void move_transposed_row(
 #endif
 #define BMSPARSE_TRANSPOSE_WARPS (BMSPARSE_TRANSPOSE_THREADS / 32)
 #define BMSPARSE_TRANSPOSE_MEDIUM (BMSPARSE_TRANSPOSE_SHARED / BMSPARSE_TRANSPOSE_WARPS)
+#ifndef BMSPARSE_TRANSPOSE_FEW
+#define BMSPARSE_TRANSPOSE_FEW 4
+#endif
 // a long bucket is cut into one bin per thread by value range; bins this
 // full are sorted by the bitonic network instead
 #ifndef BMSPARSE_TRANSPOSE_BIN
@@ -377,7 +390,11 @@ __device__ void sort_bucket(const Columns& k, long long b, long long lo, I n, V*
 // pass 4 for the buckets longer than BMSPARSE_TRANSPOSE_SHORT (listed by
 // pass 2): thread block t takes the listed buckets t, t + grid, t + 2 grid,
 // ..., up to one per thread at a time, hands the medium ones to its warps
-// and sorts the long ones itself
+// and sorts the long ones itself. With at most BMSPARSE_TRANSPOSE_FEW
+// buckets it sorts all of them itself, one after the other: a warp's sort
+// is a chain of several loads per lane for every 32 blocks, which the
+// thread block's runs in one or a few rounds (surrogate 208 -> 194 us in
+// all, email-Enron, whose few buckets are short, 88 -> 92).
 __device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsigned int* lists,
                                     u64* warp_sums)
 {
@@ -388,12 +405,14 @@ __device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsign
     const int warp = threadIdx.x >> 5;
     const long long listed = (long long)__ldcg(k.nlonger);
     const long long mine = blockIdx.x < listed ? (listed - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const long long most_medium = mine <= BMSPARSE_TRANSPOSE_FEW ? BMSPARSE_TRANSPOSE_SHORT
+                                                                 : BMSPARSE_TRANSPOSE_MEDIUM;
     for (long long first = 0; first < mine; first += blockDim.x) {
         if (threadIdx.x == 0) nmedium = nlonger = 0;
         __syncthreads();
         if (first + threadIdx.x < mine) {
             const long long b = __ldcg(k.longer + blockIdx.x + (first + threadIdx.x) * gridDim.x);
-            if (bucket_end(k, b) - bucket_start(k, b) > BMSPARSE_TRANSPOSE_MEDIUM)
+            if (bucket_end(k, b) - bucket_start(k, b) > most_medium)
                 longer[atomicAdd(&nlonger, 1)] = (unsigned int)b;
             else
                 medium[atomicAdd(&nmedium, 1)] = (unsigned int)b;

@@ -187,7 +187,7 @@ __device__ __forceinline__ u64 bucket_values(const Columns& k, long long b)
     return __ldcg(k.counters + b) >> 32;
 }
 
-// a warp or the whole thread block sorting one column together: the
+// a warp or the whole thread block sorting one bucket together: the
 // thread's place in the group, the group's size, its barrier, whether any
 // thread's `p` holds, and an exclusive scan over the group
 template <bool WHOLE_BLOCK>
@@ -331,10 +331,10 @@ __device__ __forceinline__ void rank_in_short_bucket(const Columns& k, long long
                  bucket_values(k, b) + before);
 }
 
-// pass 4's output for bucket b of column c, its blocks sorted in a[0, n): each thread
-// of the warp (thread block) writes a run of consecutive output blocks,
-// after one scan of the runs' values, loading a few blocks at a time (the
-// stores between would keep the compiler from moving the loads up)
+// pass 4's output for bucket b of column c, its blocks sorted in a[0, n):
+// each thread of the warp (thread block) writes a run of consecutive output
+// blocks, after one scan of the runs' values, loading a few blocks at a
+// time (the stores between would keep the compiler from moving the loads up)
 template <bool WHOLE_BLOCK, typename V>
 __device__ void write_sorted(const Columns& k, long long c, long long b, long long lo,
                              const V* a, long long n, u64* warp_sums)
@@ -452,7 +452,8 @@ __device__ void scan_buckets(const Columns& k, long long nbuckets, u64* bar, u64
     if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
     grid_barrier(bar);
     u64 before = 0;
-    for (long long t = threadIdx.x; t < blockIdx.x; t += blockDim.x) before += __ldcg(block_sums + t);
+    for (long long t = threadIdx.x; t < blockIdx.x; t += blockDim.x)
+        before += __ldcg(block_sums + t);
     block_exclusive_scan(before, warp_sums, &before);
     for (long long b0 = lo; b0 < hi; b0 += blockDim.x) {
         const long long b = b0 + threadIdx.x;

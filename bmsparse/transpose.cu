@@ -97,7 +97,8 @@ __device__ __forceinline__ void move_transposed_row(
     const u64 bitmap = bitmaps[s];
     const T* in = values + offsets[s];
     T* out = t_values + t_offset + value_index(t_bitmap, bit_of(r, 0));
-    unsigned int rows = row_bits(t_bitmap, r);
+    const unsigned int row = row_bits(t_bitmap, r);
+    unsigned int rows = row;
     T v[8];
 #pragma unroll
     for (int u = 0; u < 8; ++u) {
@@ -107,7 +108,7 @@ __device__ __forceinline__ void move_transposed_row(
             v[u] = in[value_index(bitmap, bit_of(t, r))];
         }
     }
-    const int n = __popc(row_bits(t_bitmap, r));
+    const int n = __popc(row);
 #pragma unroll
     for (int u = 0; u < 8; ++u)
         if (u < n) out[u] = v[u];

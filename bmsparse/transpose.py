@@ -154,8 +154,9 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     shift = bucket_shift(nblocks, nbrows, nbcols)
     groups = max(-(-nbrows >> shift), 1)
     nbuckets = nbcols * groups
+    # a thread per block or bucket (the passes' loops), at most all resident
     grid = min(_kernels.resident_blocks(kernel, THREADS),
-               max(-(-nblocks // THREADS), -(-nbuckets // (THREADS // 32)), 1))
+               max(-(-max(nblocks, nbuckets) // THREADS), 1))
     # scratch, raw memory (an ndarray costs microseconds): the bucket
     # counters, the barrier, the thread blocks' sums and the count of the
     # buckets to sort (zeroed), then `placed` and the list of those buckets

@@ -162,11 +162,12 @@ def _column_lengths_matrix(lengths: list[int], dtype: str, seed: int,
 @pytest.mark.parametrize("clustered", [False, True], ids=["spread", "clustered"])
 @pytest.mark.parametrize("dtype", ["bool", "float64"])
 def test_one_launch_sorts_columns_of_every_length(dtype, clustered, buckets, monkeypatch):
-    # a thread ranks a block in a bucket of up to 32, a warp sorts buckets
-    # of up to 512 and the thread block longer ones, in shared memory up to
-    # BMSPARSE_TRANSPOSE_SHARED; by bins of block rows when spread, by the
-    # bitonic network when clustered (one bin overfull). A bucket per
-    # column reaches every length; cut, columns span several buckets.
+    # a thread ranks a block in a bucket of up to 32; the few longer
+    # buckets are sorted by thread blocks (the warps' path: the next test),
+    # in shared memory up to BMSPARSE_TRANSPOSE_SHARED; by bins of block
+    # rows when spread, by the bitonic network when clustered (one bin
+    # overfull). A bucket per column reaches every length; cut, columns
+    # span several buckets.
     _set_bucket_rows(monkeypatch, buckets)
     lengths = [1, 0, 31, 32, 33, 500, 8192, 8193, 9000, 2, 64]
     a = BitmapMatrix(_column_lengths_matrix(lengths, dtype, seed=8, clustered=clustered))

@@ -106,10 +106,11 @@ __device__ __forceinline__ void rd_for_useful_pairs(
     const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
     for (long long a = a_begin + warp; a < a_end; a += RD_WARPS) {
         const u64 a_bm = a_bitmaps[a];
+        const unsigned int a_cols = nonempty_cols(a_bm);
         long long lo, hi;
         rd_b_range(b_keys, b_ptr, block_col(a_keys[a]), whole_row, k0, k1, lo, hi);
         for (long long b = lo + lane; b < hi; b += 32) {
-            const u64 product = bool_product(a_bm, b_bitmaps[b]);
+            const u64 product = bool_product_by_columns(a_bm, a_cols, b_bitmaps[b]);
             if (product) f(a, b, block_col(b_keys[b]) - (unsigned int)k0, product);
         }
     }

@@ -11,7 +11,7 @@ from bmsparse import _kernels
 def test_source_inlines_package_headers_once():
     text = _kernels.source("spgemm/count.cu")
     assert '#include "' not in text
-    assert text.count("__device__ __forceinline__ u64 bool_product") == 1
+    assert text.count("__device__ __forceinline__ u64 bool_product(u64 a, u64 b)") == 1
 
 
 @pytest.mark.parametrize("params,want", [

@@ -91,16 +91,20 @@ __device__ __forceinline__ unsigned int nonempty_cols(u64 bitmap) {
     return (unsigned int)bitmap & 0xffu;
 }
 
+// Step t of a Boolean 8x8 product: column t of a spread over its rows,
+// ANDed with row t of b repeated in every row.
+__device__ __forceinline__ u64 bool_product_step(u64 a, u64 b, int t) {
+    const u64 a_col = ((a >> t) & BMSPARSE_LOW_BITS) * 0xffull;
+    const u64 b_row = ((b >> (t << 3)) & 0xffull) * BMSPARSE_LOW_BITS;
+    return a_col & b_row;
+}
+
 // Boolean 8x8 product: row r of the result is the OR of the rows t of b for
 // which a has (r, t).
 __device__ __forceinline__ u64 bool_product(u64 a, u64 b) {
     u64 c = 0;
 #pragma unroll
-    for (int t = 0; t < 8; ++t) {
-        u64 a_col = ((a >> t) & BMSPARSE_LOW_BITS) * 0xffull;
-        u64 b_row = ((b >> (t << 3)) & 0xffull) * BMSPARSE_LOW_BITS;
-        c |= a_col & b_row;
-    }
+    for (int t = 0; t < 8; ++t) c |= bool_product_step(a, b, t);
     return c;
 }
 
@@ -114,12 +118,7 @@ __device__ __forceinline__ u64 bool_product(u64 a, u64 b) {
 // (H100, session 12).
 __device__ __forceinline__ u64 bool_product_by_columns(u64 a, unsigned int cols, u64 b) {
     u64 c = 0;
-    for (; cols; cols &= cols - 1u) {
-        const int t = __ffs(cols) - 1;
-        const u64 a_col = ((a >> t) & BMSPARSE_LOW_BITS) * 0xffull;
-        const u64 b_row = ((b >> (t << 3)) & 0xffull) * BMSPARSE_LOW_BITS;
-        c |= a_col & b_row;
-    }
+    for (; cols; cols &= cols - 1u) c |= bool_product_step(a, b, __ffs(cols) - 1);
     return c;
 }
 

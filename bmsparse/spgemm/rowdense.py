@@ -57,6 +57,7 @@ MAX_COLUMNS = SPAN
 #: one output block with each other
 MAX_ROW_BLOCKS = 1024
 
+
 def chooses(a: Any, b: Any) -> bool:
     """True when ``a @ b`` (no mask) runs on this path.
 

@@ -212,6 +212,18 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
         kernel((grid,), (block,), args, shared_mem=shared_mem)
 
 
+def device_array(memory: Any, start: int, size: int, dtype: Any) -> Any:
+    """A CuPy array (1-D, ``size`` elements of ``dtype``) at byte ``start``
+    of raw ``memory`` (a ``cupy.cuda.MemoryPointer``), which it keeps alive.
+
+    About 1 us where ``cupy.empty`` costs 3-5: the arrays of one small
+    operation come from one allocation.
+    """
+    import cupy
+
+    return cupy.ndarray((size,), dtype=dtype, memptr=memory + start if start else memory)
+
+
 def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``args`` with Python scalars as NumPy ones; a strided array is an error."""
     global _NDARRAY

@@ -197,9 +197,7 @@ def _device_blocks(blocks, c_values, values, bound, values_bound, nc, nnz):
 def _device_array(memory: Any, start: int, size: int, dtype: Any, copy: bool) -> Any:
     """A CuPy array of ``size`` elements at byte ``start`` of raw ``memory``,
     or an exact-size copy of it."""
-    import cupy
-
-    array = cupy.ndarray((size,), dtype=dtype, memptr=memory + start if start else memory)
+    array = _kernels.device_array(memory, start, size, dtype)
     return array.copy() if copy else array
 
 

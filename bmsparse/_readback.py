@@ -131,6 +131,46 @@ def take_words(nwords: int) -> list[int]:
     return _buffer(nwords)[:nwords].tolist()
 
 
+class HostFlag:
+    """This thread's flag word in page-locked host memory, cleared: kernels
+    set it to 1 with plain stores (any number of threads, no atomics across
+    the bus) at ``ptr``, and :meth:`read` waits on the stream, then reads it.
+    A yes/no answer, such as "did any value cancel?", in a sync without a
+    copy (about 2 us against 9 for :func:`read_ints`).
+
+    One flag per thread, reused: a new HostFlag clears the word of the last.
+    """
+
+    __slots__ = ("ptr", "_word")
+
+    def __init__(self, word: np.ndarray):
+        word[0] = 0
+        self._word = word
+        self.ptr = word.ctypes.data
+
+    def read(self) -> int:
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+        return int(self._word[0])
+
+
+def host_flag() -> HostFlag | None:
+    """This thread's :class:`HostFlag`, cleared; None where the device cannot
+    write host memory (then count on the device and :func:`read_ints`)."""
+    import cupy
+
+    if not _maps_host_memory(cupy.cuda.runtime.getDevice()):
+        return None
+    word = getattr(_local, "flag", None)
+    if word is None:
+        # its own buffer, never replaced: a kernel may still hold its address
+        # when the read buffer grows
+        word = _local.flag = np.frombuffer(cupy.cuda.alloc_pinned_memory(8), dtype=np.int64,
+                                           count=1)
+    return HostFlag(word)
+
+
 @functools.cache
 def _maps_host_memory(device: int) -> bool:
     """True when kernels on ``device`` can write page-locked host memory through

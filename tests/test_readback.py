@@ -63,3 +63,20 @@ def test_kernels_write_the_host_words():
         }""", "copy")
     copy((1,), (3,), (values, np.uint64(pointer)))
     assert _readback.take_words(3) == [5, -6, 7]
+
+
+@pytest.mark.parametrize("store", [0, 1])
+def test_host_flag_reads_what_a_kernel_stored(store):
+    import cupy
+
+    flag = _readback.host_flag()
+    if flag is None:
+        pytest.skip("this device cannot write page-locked host memory")
+    setter = cupy.RawKernel(r"""
+        extern "C" __global__ void set(long long store, unsigned long long* flag) {
+            if (store) *flag = 1ull;
+        }""", "set")
+    setter((1,), (32,), (np.int64(store), np.uint64(flag.ptr)))
+    assert flag.read() == store
+    # a new flag starts cleared, whatever the last one read
+    assert _readback.host_flag().read() == 0

@@ -237,13 +237,15 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
         clock.lap("compact")
         clock.finish()
         return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape, nnz=nnz)
+    flag = _zero_flag(xp, drop_zeros)
     c_values, zero_values = multiply.multiply(
         a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, task_list.task_a,
-        task_list.task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, sr, dtype)
+        task_list.task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, sr, dtype,
+        zero_flag=flag)
     clock.lap("multiply")
     if drop_zeros:
         c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
-            c_keys, c_bitmaps, c_offsets, c_values, None, zero_values)
+            c_keys, c_bitmaps, c_offsets, c_values, None, flag or zero_values)
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)
@@ -280,20 +282,28 @@ def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
                                       shape, nnz=merged.nnz)
         clock.lap("multiply")
     else:
+        flag = _zero_flag(xp, drop_zeros)
         c_values, zeros = multiply.multiply(
             a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, merged.task_a,
             merged.task_b, merged.c_ptr, None, merged.c_bitmaps, merged.c_offsets,
-            merged.nnz, sr, dtype, merged.warp_block)
+            merged.nnz, sr, dtype, merged.warp_block, flag)
         clock.lap("multiply")
         arrays = (merged.c_keys, merged.c_bitmaps, merged.c_offsets, c_values)
         if drop_zeros:
-            arrays = compact.compact(*arrays[:3], c_values, None, zeros)
+            arrays = compact.compact(*arrays[:3], c_values, None, flag or zeros)
         c = BitmapMatrix._from_blocks(*arrays, shape)
     clock.lap("compact")
     clock.finish()
     if timings is not None:
         timings["slices"] = 1
     return c
+
+
+def _zero_flag(xp: Any, drop_zeros: bool) -> _readback.HostFlag | None:
+    """The flag the multiply sets when a value cancels, where zeros are
+    dropped on a GPU that writes host memory: reading it is a sync without a
+    copy (the count on the device is the fallback)."""
+    return _readback.host_flag() if drop_zeros and xp is not np else None
 
 
 def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,

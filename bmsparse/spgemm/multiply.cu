@@ -38,6 +38,10 @@
 //   T         c_values[c_nnz]        - out: values of C
 //   unsigned long long zero_values[1] - out: incremented by the number of values
 //                                       that are exactly zero (an integer count)
+//   unsigned long long zero_flag[1]  - out, or null: set to 1 when a value is
+//                                      exactly zero; a plain store, so it may be
+//                                      a word of host memory that the host
+//                                      reads after a sync without a copy
 // Launch: one thread per output value, 1-D grid, blocks of a multiple of 32.
 // Work: O(c_nnz * (pairs per block) + multiplies). Deterministic: fixed
 // summation order, no atomics on values.
@@ -65,7 +69,8 @@ __global__ void bmsparse_multiply_values(
     long long last_shift, const u64* __restrict__ c_bitmaps,
     const long long* __restrict__ c_offsets, long long c_nblocks,
     const long long* __restrict__ warp_block, long long c_nnz,
-    T* __restrict__ c_values, unsigned long long* __restrict__ zero_values)
+    T* __restrict__ c_values, unsigned long long* __restrict__ zero_values,
+    unsigned long long* zero_flag)
 {
     const long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long warp_first = v & ~31ll;
@@ -112,5 +117,8 @@ __global__ void bmsparse_multiply_values(
     }
     c_values[v] = acc;
     const unsigned int zeros = __ballot_sync(live, is_zero(acc));
-    if (zeros && lane == __ffs(live) - 1) atomicAdd(zero_values, (unsigned long long)__popc(zeros));
+    if (zeros && lane == __ffs(live) - 1) {
+        atomicAdd(zero_values, (unsigned long long)__popc(zeros));
+        if (zero_flag) *zero_flag = 1ull;
+    }
 }

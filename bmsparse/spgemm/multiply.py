@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _kernels
+from .. import _kernels, _readback
 from .._format import BLOCK_SHIFT, set_bits, value_index
 from .._sputils import get_array_module
 from ..semiring import Semiring, plus_times
@@ -27,8 +27,12 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
              b_bitmaps: Any, b_offsets: Any, b_values: Any,
              task_a: Any, task_b: Any, c_first: Any, c_last: Any,
              c_bitmaps: Any, c_offsets: Any, nnz: int, semiring: Semiring = plus_times,
-             dtype: Any = None, warp_block: Any = None) -> tuple[Any, Any]:
+             dtype: Any = None, warp_block: Any = None,
+             zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any]:
     """Values of the output blocks, and how many are exactly zero.
+
+    Arrays on the GPU must be C-contiguous, as the pipeline's are (the
+    kernel is launched without checking them).
 
     Parameters
     ----------
@@ -54,6 +58,9 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
         On the GPU, the output block holding each value ``32 * w``, when the
         caller wrote it already (the merges' blocks kernels do); else one
         more launch computes it.
+    zero_flag : _readback.HostFlag, optional
+        On the GPU, also set when a value is exactly zero, so that the
+        caller learns whether to compact without copying ``zero_values``.
 
     Returns
     -------
@@ -77,12 +84,12 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
                                c_offsets, nnz, semiring)
     return _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
                           task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz,
-                          semiring, warp_block)
+                          semiring, warp_block, zero_flag)
 
 
 def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
                    task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, semiring,
-                   warp_block):
+                   warp_block, zero_flag):
     import cupy
 
     c_nblocks = c_bitmaps.shape[0]
@@ -90,15 +97,22 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
         warp_block = cupy.empty(-(-nnz // _WARP), dtype=cupy.int64)
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_warp_blocks")
         _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block))
-    c_values = cupy.empty(nnz, dtype=a_values.dtype)
-    zero_values = cupy.zeros(1, dtype=cupy.uint64)
+    # the values and the zero counter in one allocation (cupy.zeros is an
+    # allocation and a launch); the counter, 8 bytes, lives as long as C
+    at = -(-nnz * a_values.itemsize // 8) * 8
+    memory = cupy.cuda.alloc(at + 8)
+    (memory + at).memset_async(0, 8)
+    c_values = _kernels.device_array(memory, 0, nnz, a_values.dtype)
+    zero_values = _kernels.device_array(memory, at, 1, np.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype,
                                  S=semiring.functor)
     last_shift = 1 if c_last is None else 0
+    # launched without the casts (20 arguments): the scalars made NumPy's here
     _kernels.launch(kernel, nnz, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
-        c_first, c_first if c_last is None else c_last, last_shift, c_bitmaps, c_offsets,
-        c_nblocks, warp_block, nnz, c_values, zero_values))
+        c_first, c_first if c_last is None else c_last, np.int64(last_shift), c_bitmaps,
+        c_offsets, np.int64(c_nblocks), warp_block, np.int64(nnz), c_values, zero_values,
+        np.uint64(0 if zero_flag is None else zero_flag.ptr)), cast=False)
     return c_values, zero_values
 
 

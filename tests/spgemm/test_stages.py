@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from bmsparse import BitmapMatrix
+from bmsparse import BitmapMatrix, _readback
 from bmsparse._format import nblocks_along
 from tests.helpers import spy_argsort
 
@@ -353,19 +353,24 @@ def run_multiply(xp, a, b, t, c_bitmaps, c_offsets):
     full = np.asarray(c_bitmaps, dtype=np.uint64)
     kept = np.flatnonzero(full)
     offsets = np.asarray(c_offsets, dtype=np.int64)
+    flag = None if xp is np else _readback.host_flag()
     c_values, zero_values = multiply_mod.multiply(
         xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(a.values),
         xp.asarray(b.bitmaps), xp.asarray(b.offsets), xp.asarray(b.values),
         as_xp(xp, t.task_a, np.int64), as_xp(xp, t.task_b, np.int64),
         as_xp(xp, np.asarray(t.c_ptr[:-1])[kept], np.int64),
         as_xp(xp, np.asarray(t.c_ptr[1:])[kept], np.int64), as_xp(xp, full[kept], np.uint64),
-        as_xp(xp, np.append(offsets[kept], offsets[-1]), np.int64), c_offsets[-1])
+        as_xp(xp, np.append(offsets[kept], offsets[-1]), np.int64), c_offsets[-1],
+        zero_flag=flag)
     kept_nonzero = host(compact_mod.nonzero_bits(
         as_xp(xp, full[kept], np.uint64), as_xp(xp, np.append(offsets[kept], offsets[-1]),
                                                   np.int64), c_values))
     c_nonzero = np.zeros(full.shape[0], dtype=np.uint64)
     c_nonzero[kept] = kept_nonzero
-    assert int(zero_values[0]) == np.count_nonzero(host(c_values) == 0)
+    zeros = np.count_nonzero(host(c_values) == 0)
+    assert int(zero_values[0]) == zeros
+    if flag is not None:  # set exactly when a value is zero
+        assert flag.read() == int(zeros > 0)
     return c_values, c_nonzero
 
 

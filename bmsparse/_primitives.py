@@ -40,11 +40,17 @@ def _scan_into(a: Any, out: Any, shift: int = 0, report: int | None = None,
             out[:1] = 0
         return
     ntiles = -(-n // _SCAN_TILE)
-    state = cupy.zeros(1 + 3 * ntiles, dtype=cupy.int64)  # a ticket, per tile 3 words
+    # a ticket, per tile 3 words; raw memory and NumPy scalars, launched
+    # without the casts: a scan sits in every small product
+    state = cupy.cuda.alloc(8 * (1 + 3 * ntiles))
+    state.memset_async(0, 8 * (1 + 3 * ntiles))
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_scan")
+    i64 = np.int64
     _kernels.launch(kernel, ntiles * _SCAN_THREADS,
-                    (a, n, out, state, ntiles, shift, report or 0, every if report else 0),
-                    block=_SCAN_THREADS)
+                    (a if a._c_contiguous else a.copy(), i64(n), out, np.uint64(state.ptr),
+                     i64(ntiles), i64(shift), np.uint64(report or 0),
+                     i64(every if report else 0)),
+                    block=_SCAN_THREADS, cast=False)
 
 
 def stable_argsort(xp: Any, a: Any) -> Any:

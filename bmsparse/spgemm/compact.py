@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _kernels, _readback
 from .._format import set_bits
-from .._primitives import cumsum, exclusive_scan
+from .._primitives import cumsum, exclusive_scan, scan_totals
 from .._sputils import get_array_module
 from .count import Counts, pack_shift, packed_sizes
 
@@ -63,11 +63,13 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> tuple[Any, Any, Any, 
     return keys, bitmaps, offsets, first, last, nnz
 
 
-def _sizes(xp: Any, counts: Counts) -> tuple[int, int, Any]:
+def _sizes(xp: Any, counts: Counts, total: int | None = None) -> tuple[int, int, Any]:
     """nnz, the number of non-empty blocks, and their inclusive rank (None when
-    the scan is packed: it holds them)."""
-    # sync: the number of values and of non-empty blocks
-    total = _readback.read_last(counts.scan)
+    the scan is packed: it holds them); ``total`` is the scan's last value
+    when the caller has read it."""
+    if total is None:
+        # sync: the number of values and of non-empty blocks
+        total = _readback.read_last(counts.scan)
     if counts.shift:
         return total >> counts.shift, total & ((1 << counts.shift) - 1), None
     rank = cumsum(xp, _nonempty(xp, counts.bitmaps))
@@ -88,9 +90,10 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     c_nonzero : uint64 [c_nblocks] or None
         Subset of ``c_bitmaps``: the entries to keep; None to find them from
         the values (see :func:`nonzero_bits`).
-    zeros : uint64 [1] or int
+    zeros : uint64 [1], _readback.HostFlag or int
         Non-zero when something is to be dropped (a count of zero values or
-        of blocks holding one); an int when the caller already read it.
+        of blocks holding one, or a flag the multiply set); an int when the
+        caller already read it.
 
     Returns
     -------
@@ -105,21 +108,36 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     the kept values and blocks come from one scan, as in the count stage.
     """
     xp = get_array_module(c_keys, c_bitmaps, c_offsets, c_values, c_nonzero)
-    # sync: most products drop nothing
-    if not (zeros if isinstance(zeros, int) else _readback.read_last(zeros)):
+    if not _anything_to_drop(zeros):
         return c_keys, c_bitmaps, c_offsets, c_values
     shift = pack_shift(c_keys.shape[0])
     if c_nonzero is None:
         c_nonzero, sizes = nonzero_sizes(c_bitmaps, c_offsets, c_values, shift)
     else:
         sizes = packed_sizes(c_nonzero, shift)
-    kept_counts = Counts(c_nonzero, exclusive_scan(xp, sizes), shift)
-    new_nnz, kept, rank = _sizes(xp, kept_counts)
+    n = c_keys.shape[0]
+    if shift and n:
+        # sync: the kept values and blocks, written to host memory by the scan
+        scan, (total,) = scan_totals(xp, sizes, n)
+        kept_counts = Counts(c_nonzero, scan, shift)
+        new_nnz, kept, rank = _sizes(xp, kept_counts, total)
+    else:
+        kept_counts = Counts(c_nonzero, exclusive_scan(xp, sizes), shift)
+        new_nnz, kept, rank = _sizes(xp, kept_counts)
     if xp is not np:
         return _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, kept_counts.scan, rank,
                              shift, c_values, kept, new_nnz)
     values = _compact_numpy(c_bitmaps, c_nonzero, c_values)
     return (*_keep_blocks(xp, c_keys, c_nonzero, kept_counts.offsets(), rank, kept), values)
+
+
+def _anything_to_drop(zeros: Any) -> int:
+    if isinstance(zeros, int):
+        return zeros
+    # sync: most products drop nothing
+    if isinstance(zeros, _readback.HostFlag):
+        return zeros.read()
+    return _readback.read_last(zeros)
 
 
 def nonzero_bits(c_bitmaps: Any, c_offsets: Any, c_values: Any) -> Any:
@@ -201,16 +219,23 @@ def _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets, rank, sh
     """The kept blocks and values, in one launch."""
     import cupy
 
-    out_keys = cupy.empty(kept, dtype=cupy.uint64)
-    out_bitmaps = cupy.empty(kept, dtype=cupy.uint64)
-    out_offsets = cupy.zeros(kept + 1, dtype=cupy.int64)
-    new_values = cupy.empty(new_nnz, dtype=c_values.dtype)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_values", T=c_values.dtype)
+    # C's keys, bitmaps and offsets in one allocation, its values in another
+    # (an ndarray each over raw memory: about 1 us where cupy.empty costs 3-5);
+    # the kernel writes every offset, the last by the last block's thread
     c_nblocks = c_bitmaps.shape[0]
+    blocks = cupy.cuda.alloc(8 * (2 * kept + kept + 1))
+    if not c_nblocks:
+        blocks.memset_async(0, 8 * (3 * kept + 1))
+    out_keys = _kernels.device_array(blocks, 0, kept, np.uint64)
+    out_bitmaps = _kernels.device_array(blocks, 8 * kept, kept, np.uint64)
+    out_offsets = _kernels.device_array(blocks, 16 * kept, kept + 1, np.int64)
+    new_values = _kernels.device_array(cupy.cuda.alloc(new_nnz * c_values.itemsize), 0, new_nnz,
+                                       c_values.dtype)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_values", T=c_values.dtype)
     _kernels.launch(kernel, c_nblocks, (
         c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets,
-        np.uint64(0) if rank is None else rank, shift, c_values, c_nblocks, out_keys,
-        out_bitmaps, out_offsets, new_values))
+        np.uint64(0) if rank is None else rank, np.int64(shift), c_values, np.int64(c_nblocks),
+        out_keys, out_bitmaps, out_offsets, new_values))
     return out_keys, out_bitmaps, out_offsets, new_values
 
 

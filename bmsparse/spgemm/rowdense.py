@@ -90,7 +90,8 @@ def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     def launch(stage: str, args: tuple[Any, ...]) -> None:
         kernel = _kernels.get_kernel(_KERNELS, f"bmsparse_rowdense_{stage}")
         grid = min(nunits, _kernels.resident_blocks(kernel, THREADS, shared))
-        _kernels.launch(kernel, grid * THREADS, args, block=THREADS, shared_mem=shared)
+        _kernels.launch(kernel, grid * THREADS, args, block=THREADS, shared_mem=shared,
+                        cast=False)
 
     return rowmerge.two_passes(a, b, parts, span, pairs, check, launch)
 

@@ -182,14 +182,17 @@ def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,
 
     ``launch(stage, args)`` runs the "count" or "blocks" kernel of a strategy
     whose kernels take the arguments of ``rowmerge.cu`` over units of
-    ``parts`` per block row of ``span`` block columns each.
+    ``parts`` per block row of ``span`` block columns each, without the
+    launch's casts: the scalars are NumPy's, the arrays the matrices' own or
+    new (a small product is a few launches and allocations, each a few
+    microseconds of host time).
     """
     import cupy
 
     nbrows = nblocks_along(a.shape[0])
     n = nbrows * parts
-    ops = (a.keys, a.bitmaps, a._row_pointer(), nbrows, parts, span, b.keys, b.bitmaps,
-           b._row_pointer())
+    ops = (a.keys, a.bitmaps, a._row_pointer(), np.int64(nbrows), np.int64(parts),
+           np.int64(span), b.keys, b.bitmaps, b._row_pointer())
     sizes = cupy.empty(3 * n, dtype=cupy.int64)
     launch("count", (*ops, sizes))
     scan, totals = scan_totals(cupy, sizes, n)  # sync: the sizes of C, in one read
@@ -198,15 +201,24 @@ def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,
     npairs = npairs if pairs else 0
     if check is not None:
         check(c_nblocks * _BLOCK_BYTES + npairs * _PAIR_BYTES)
-    c_keys = cupy.empty(c_nblocks, dtype=cupy.uint64)
-    c_bitmaps = cupy.empty(c_nblocks, dtype=cupy.uint64)
-    make = cupy.zeros if nbrows == 0 else cupy.empty  # no row closes the pointers
-    c_offsets = make(c_nblocks + 1, dtype=cupy.int64)
-    c_ptr = make(c_nblocks + 1, dtype=cupy.int64)
-    task_a = cupy.empty(npairs, dtype=cupy.int64)
-    task_b = cupy.empty(npairs, dtype=cupy.int64)
-    warp_block = cupy.empty(-(-nnz // 32) if pairs else 0, dtype=cupy.int64)
-    launch("blocks", (*ops, scan, int(pairs), c_keys, c_bitmaps, c_offsets, c_ptr, task_a,
+    # C's keys, bitmaps and offsets in one allocation, the pairs and their
+    # pointers (freed after the multiply) in another
+    blocks = cupy.cuda.alloc(8 * (3 * c_nblocks + 1))
+    nwarps = -(-nnz // 32) if pairs else 0
+    work = cupy.cuda.alloc(8 * (c_nblocks + 1 + 2 * npairs + nwarps))
+    if nbrows == 0:  # no row closes the pointers
+        blocks.memset_async(0, 8 * (3 * c_nblocks + 1))
+        work.memset_async(0, 8 * (c_nblocks + 1))
+    c_keys, c_bitmaps, c_offsets = (_kernels.device_array(blocks, 8 * c_nblocks * i, size, dtype)
+                                    for i, size, dtype in ((0, c_nblocks, np.uint64),
+                                                           (1, c_nblocks, np.uint64),
+                                                           (2, c_nblocks + 1, np.int64)))
+    c_ptr, task_a, task_b, warp_block = (
+        _kernels.device_array(work, 8 * start, size, np.int64)
+        for start, size in ((0, c_nblocks + 1), (c_nblocks + 1, npairs),
+                            (c_nblocks + 1 + npairs, npairs),
+                            (c_nblocks + 1 + 2 * npairs, nwarps)))
+    launch("blocks", (*ops, scan, np.int64(pairs), c_keys, c_bitmaps, c_offsets, c_ptr, task_a,
                       task_b, warp_block))
     if not pairs:
         return Merged(c_keys, c_bitmaps, c_offsets, c_ptr, None, None, nnz)
@@ -228,7 +240,7 @@ def units(nbrows: int, nbcols: int) -> tuple[int, int]:
 
 
 def _launch(name: str, nthreads: int, args: tuple[Any, ...]) -> None:
-    _kernels.launch(_kernels.get_kernel(_KERNELS, name), nthreads, args)
+    _kernels.launch(_kernels.get_kernel(_KERNELS, name), nthreads, args, cast=False)
 
 
 def unit_sizes(merged: Merged, nbrows: int, parts: int, span: int) -> np.ndarray:

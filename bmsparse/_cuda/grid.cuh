@@ -1,7 +1,8 @@
 // grid.cuh - helpers for kernels that do several passes in one launch.
 //
 // grid_barrier: every thread of the grid waits until every thread has
-// reached it, and sees their writes after it. Only for a cooperative launch
+// reached it, and sees their writes after it (a grid of one thread block:
+// __syncthreads only). Only for a cooperative launch
 // (_kernels.launch(..., cooperative=True)): the driver then guarantees that
 // every thread block of the grid is resident at once, so a block spinning
 // here cannot keep a block that has yet to arrive from running.
@@ -27,6 +28,14 @@ __device__ __forceinline__ void grid_barrier_then(u64* bar, F last)
 {
     __shared__ bool is_last;
     __syncthreads();
+    if (gridDim.x == 1) {
+        // one thread block: its barrier is the grid's (global writes before
+        // __syncthreads are visible to the block after it), without the
+        // fences and atomics that cost a small kernel microseconds each
+        last();
+        __syncthreads();
+        return;
+    }
     volatile u64* generation = bar + 1;
     u64 seen = 0;
     if (threadIdx.x == 0) {

@@ -223,7 +223,7 @@ def _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets, rank, sh
     # (an ndarray each over raw memory: about 1 us where cupy.empty costs 3-5);
     # the kernel writes every offset, the last by the last block's thread
     c_nblocks = c_bitmaps.shape[0]
-    blocks = cupy.cuda.alloc(8 * (2 * kept + kept + 1))
+    blocks = cupy.cuda.alloc(8 * (3 * kept + 1))
     if not c_nblocks:
         blocks.memset_async(0, 8 * (3 * kept + 1))
     out_keys = _kernels.device_array(blocks, 0, kept, np.uint64)

@@ -142,7 +142,7 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
 
     n, bound, values_bound = _bounds(a_blocks, b_blocks, combine)
     values = a_blocks[3]
-    blocks = cupy.cuda.alloc(8 * (3 * bound + 1))  # C's keys, bitmaps and offsets
+    blocks = _kernels.alloc_blocks(bound)  # C's keys, bitmaps and offsets
     c_values = None if values is None else cupy.cuda.alloc(values.itemsize * values_bound)
     if n == 0:
         blocks.memset_async(0, 8)
@@ -168,12 +168,12 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
         block=THREADS, cooperative=True)
     if report is None:
         # sync: the sizes of C, its scans' totals
-        words = cupy.ndarray((nwork,), dtype=cupy.uint64, memptr=work)
+        words = _kernels.device_array(work, 0, nwork, np.uint64)
         nc, nnz = _readback.read_ints((words, 3 * n), (words, 4 * n + 1))
     else:
         nc, nnz = _readback.take_words(2)  # sync: the sizes of C, written by the kernel
     if stages:
-        stages = tuple(cupy.ndarray((size,), dtype=dtype, memptr=work + 8 * start)
+        stages = tuple(_kernels.device_array(work, 8 * start, size, dtype)
                        for start, size, dtype in ((0, n, cupy.int64), (n, n, cupy.uint64),
                                                   (2 * n, n + 1, cupy.uint64),
                                                   (3 * n + 1, n + 1, cupy.uint64)))
@@ -186,19 +186,11 @@ def _device_blocks(blocks, c_values, values, bound, values_bound, nc, nnz):
     in the raw buffers of :func:`_merge_cuda`, exact-size copies where a
     buffer would be mostly unused."""
     copy = _wasteful(nc, bound)
-    out = [_device_array(blocks, start, size, dtype, copy)
-           for start, size, dtype in ((0, nc, np.uint64), (8 * bound, nc, np.uint64),
-                                      (16 * bound, nc + 1, np.int64))]
-    out.append(None if values is None else _device_array(
-        c_values, 0, nnz, values.dtype, _wasteful(nnz, values_bound)))
-    return (*out, nnz)
-
-
-def _device_array(memory: Any, start: int, size: int, dtype: Any, copy: bool) -> Any:
-    """A CuPy array of ``size`` elements at byte ``start`` of raw ``memory``,
-    or an exact-size copy of it."""
-    array = _kernels.device_array(memory, start, size, dtype)
-    return array.copy() if copy else array
+    out = [a.copy() if copy else a for a in _kernels.block_arrays(blocks, nc, bound)]
+    if values is None:
+        return (*out, None, nnz)
+    c_values = _kernels.device_array(c_values, 0, nnz, values.dtype)
+    return (*out, c_values.copy() if _wasteful(nnz, values_bound) else c_values, nnz)
 
 
 def _merge_numpy(a_blocks, b_blocks, op, combine):

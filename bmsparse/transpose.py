@@ -178,12 +178,9 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
         out = [None] * 4
         args = (keys, null, null, null, *sizes, np.int64(0), *scratch, null, null, null, null)
     else:
-        index = cupy.cuda.alloc(8 * (3 * nblocks + 1))
-        out = [_kernels.device_array(index, 0, nblocks, np.uint64),
-               _kernels.device_array(index, 8 * nblocks, nblocks, np.uint64),
-               _kernels.device_array(index, 16 * nblocks, nblocks + 1, np.int64),
-               None if values is None else _kernels.device_array(
-                   cupy.cuda.alloc(values.nbytes), 0, values.shape[0], values.dtype)]
+        out = [*_kernels.block_arrays(_kernels.alloc_blocks(nblocks), nblocks),
+               None if values is None else _kernels.device_empty(values.shape[0],
+                                                                 values.dtype)]
         args = (keys, bitmaps, offsets, null if values is None else values, *sizes,
                 np.int64(1 if values is None else 2), *scratch, *out[:3],
                 null if values is None else out[3])

@@ -217,20 +217,15 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
 def _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets, rank, shift,
                   c_values, kept, new_nnz):
     """The kept blocks and values, in one launch."""
-    import cupy
-
-    # C's keys, bitmaps and offsets in one allocation, its values in another
-    # (an ndarray each over raw memory: about 1 us where cupy.empty costs 3-5);
-    # the kernel writes every offset, the last by the last block's thread
+    # C's keys, bitmaps and offsets in one raw allocation, its values in
+    # another; the kernel writes every offset, the last by the last block's
+    # thread
     c_nblocks = c_bitmaps.shape[0]
-    blocks = cupy.cuda.alloc(8 * (3 * kept + 1))
-    if not c_nblocks:
-        blocks.memset_async(0, 8 * (3 * kept + 1))
-    out_keys = _kernels.device_array(blocks, 0, kept, np.uint64)
-    out_bitmaps = _kernels.device_array(blocks, 8 * kept, kept, np.uint64)
-    out_offsets = _kernels.device_array(blocks, 16 * kept, kept + 1, np.int64)
-    new_values = _kernels.device_array(cupy.cuda.alloc(new_nnz * c_values.itemsize), 0, new_nnz,
-                                       c_values.dtype)
+    blocks = _kernels.alloc_blocks(kept)
+    if not c_nblocks:  # no thread writes the one offset
+        blocks.memset_async(0, 8)
+    out_keys, out_bitmaps, out_offsets = _kernels.block_arrays(blocks, kept)
+    new_values = _kernels.device_empty(new_nnz, c_values.dtype)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_values", T=c_values.dtype)
     _kernels.launch(kernel, c_nblocks, (
         c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets,

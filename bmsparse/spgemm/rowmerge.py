@@ -203,16 +203,13 @@ def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,
         check(c_nblocks * _BLOCK_BYTES + npairs * _PAIR_BYTES)
     # C's keys, bitmaps and offsets in one allocation, the pairs and their
     # pointers (freed after the multiply) in another
-    blocks = cupy.cuda.alloc(8 * (3 * c_nblocks + 1))
+    blocks = _kernels.alloc_blocks(c_nblocks)
     nwarps = -(-nnz // 32) if pairs else 0
     work = cupy.cuda.alloc(8 * (c_nblocks + 1 + 2 * npairs + nwarps))
-    if nbrows == 0:  # no row closes the pointers
-        blocks.memset_async(0, 8 * (3 * c_nblocks + 1))
-        work.memset_async(0, 8 * (c_nblocks + 1))
-    c_keys, c_bitmaps, c_offsets = (_kernels.device_array(blocks, 8 * c_nblocks * i, size, dtype)
-                                    for i, size, dtype in ((0, c_nblocks, np.uint64),
-                                                           (1, c_nblocks, np.uint64),
-                                                           (2, c_nblocks + 1, np.int64)))
+    if nbrows == 0:  # no row closes the pointers (C has no block: they are [0])
+        blocks.memset_async(0, 8)
+        work.memset_async(0, 8)
+    c_keys, c_bitmaps, c_offsets = _kernels.block_arrays(blocks, c_nblocks)
     c_ptr, task_a, task_b, warp_block = (
         _kernels.device_array(work, 8 * start, size, np.int64)
         for start, size in ((0, c_nblocks + 1), (c_nblocks + 1, npairs),

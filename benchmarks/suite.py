@@ -16,7 +16,8 @@ GPU and small on the CPU path.
 A row per matrix: name, n, nnz, blocks, nnz per block, multiplies, nnz(C),
 our time (kernels only: BitmapMatrix in, BitmapMatrix out), the peer's time
 (cuSPARSE CSR @ CSR through cupyx; scipy on CPU-only machines), speedup,
-peak memory of both, the strategy our product took ("dense": dense
+peak memory of both, the strategy our product took ("lean": dense
+accumulators in one launch, for small products, "dense": dense
 accumulators per block row, "merge": the row merge, "tasks": the task list;
 see ``bmsparse.spgemm.strategy``) and
 whether the products match. The geometric mean of
@@ -39,7 +40,7 @@ import numpy as np
 from common import fmt_mib, fmt_ms, fmt_num, fmt_x
 
 from bmsparse import BitmapMatrix, generators
-from bmsparse.spgemm import rowdense, rowmerge, strategy
+from bmsparse.spgemm import lean, rowdense, rowmerge, strategy
 
 DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
                    or common.REPO_ROOT.parent / "shared" / "matrices")
@@ -65,9 +66,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-structured", action="store_true",
                    help="skip the structured matrices of ESC Table 3")
     common.add_timing_args(p)
-    p.add_argument("--strategy", choices=("auto", "dense", "merge", "tasks"), default="auto",
-                   help="auto: bmsparse's own choice (default); dense: dense accumulators "
-                   "everywhere; merge: the row merge wherever its kernels can run (rows of at "
+    p.add_argument("--strategy", choices=("auto", "lean", "dense", "merge", "tasks"),
+                   default="auto",
+                   help="auto: bmsparse's own choice (default); lean: the one-launch dense "
+                   "path wherever its workspace holds C; dense: dense accumulators "
+                   "everywhere (not in one launch); merge: the row merge wherever its kernels can run (rows of at "
                    "most 128 blocks), else the task list; tasks: the task list everywhere. "
                    "For A/B runs of the strategies; the GPU only")
     p.add_argument("--max-multiplies", type=float, default=None,
@@ -159,7 +162,10 @@ def run_one(name: str, source: str, load: Callable, side: common.Side, *, repeat
 
 def force_strategy(name: str) -> None:
     """Override the strategies' limits (``bmsparse.spgemm.strategy``) for an A/B run."""
-    if name == "dense":
+    if name == "auto":
+        return
+    lean.MAX_BLOCKS = 1 << 62 if name == "lean" else -1
+    if name in ("lean", "dense"):
         rowdense.MAX_COLUMNS = 1 << 62
     elif name in ("merge", "tasks"):
         rowdense.MAX_COLUMNS = -1

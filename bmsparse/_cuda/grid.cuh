@@ -105,3 +105,59 @@ __device__ __forceinline__ u64 warp_exclusive_scan(u64 v, u64* total)
     *total = __shfl_sync(0xffffffffu, x, 31);
     return x - v;
 }
+
+// a load of data that other thread blocks of the same launch may have
+// written before a grid barrier (FRESH): through L2, never a stale L1 line
+// or the read-only path that `const __restrict__` lets the compiler take
+template <bool FRESH, typename V>
+__device__ __forceinline__ V fresh_load(const V* p)
+{
+    if constexpr (!FRESH) {
+        return *p;
+    } else if constexpr (sizeof(V) == 16) {  // complex values: __ldcg has no overload
+        const longlong2 w = __ldcg((const longlong2*)p);
+        V v;
+        memcpy(&v, &w, 16);
+        return v;
+    } else if constexpr (sizeof(V) == 8) {
+        const long long w = __ldcg((const long long*)p);
+        V v;
+        memcpy(&v, &w, 8);
+        return v;
+    } else {
+        static_assert(sizeof(V) == 4, "fresh_load: 4, 8 or 16 bytes");
+        const int w = __ldcg((const int*)p);
+        V v;
+        memcpy(&v, &w, 4);
+        return v;
+    }
+}
+
+// exclusive scan of in[0, n) into out[0, n], and out[n] = the total, by the
+// whole grid: each thread block scans an equal run after the sum of the runs
+// before it. One grid barrier inside; the caller's next barrier makes out
+// visible to every block. `block_sums`: one word per thread block;
+// `warp_sums`: shared memory for 32 values.
+__device__ void grid_exclusive_scan(const long long* in, long long n, long long* out, u64* bar,
+                                    u64* block_sums, u64* warp_sums)
+{
+    const long long run = (n + gridDim.x - 1) / gridDim.x;
+    const long long lo = min(n, (long long)blockIdx.x * run), hi = min(n, lo + run);
+    u64 sum = 0, total;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) sum += (u64)__ldcg(in + i);
+    block_exclusive_scan(sum, warp_sums, &total);
+    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
+    grid_barrier(bar);
+    u64 before = 0;
+    for (long long t = threadIdx.x; t < blockIdx.x; t += blockDim.x)
+        before += __ldcg(block_sums + t);
+    block_exclusive_scan(before, warp_sums, &before);  // the sum over the thread block
+    for (long long i0 = lo; i0 < hi; i0 += blockDim.x) {
+        const long long i = i0 + threadIdx.x;
+        const u64 v = i < hi ? (u64)__ldcg(in + i) : 0ull;
+        const u64 at = before + block_exclusive_scan(v, warp_sums, &total);
+        if (i < hi) out[i] = (long long)at;
+        before += total;
+    }
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) out[n] = (long long)before;
+}

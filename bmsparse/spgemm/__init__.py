@@ -24,7 +24,7 @@ from .._format import nblocks_along
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module, matmul_mismatch, upcast
 from ..semiring import Semiring, get_semiring, plus_pair, plus_times
-from . import compact, count, multiply, rowdense, rowmerge, slices, tasks
+from . import compact, count, lean, multiply, rowdense, rowmerge, slices, tasks
 
 #: names of the timed stages, in order
 STAGES = ("tasks", "count", "multiply", "compact")
@@ -102,8 +102,10 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     few block columns take dense accumulators per block row
     (:func:`rowdense.chooses`), others whose block rows of A are short the
     row merge (:func:`rowmerge.chooses`); both sync twice (three times when
-    zeros are dropped). The rest build a task list, which syncs 4 to 6 times
-    to size intermediate arrays.
+    zeros are dropped). Small products of the first kind run it in one
+    launch and one sync (:mod:`.lean`; ``timings`` then counts it all as the
+    count stage). The rest build a task list, which syncs 4 to 6 times to
+    size intermediate arrays.
     """
     a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     b = b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)
@@ -134,7 +136,12 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     if timings is not None:
         timings.clear()
     if m is None and max_memory is None and output == "device":
-        find = _FINDERS.get(strategy(a, b))
+        path = strategy(a, b)
+        if path == "lean" and not sr.structural:
+            c = _lean(a, b, sr, dtype, drop_zeros, timings)
+            if c is not None:
+                return c
+        find = _FINDERS.get(path)
         c = None if find is None else _merged(a, b, sr, dtype, drop_zeros, timings,
                                                value_bytes, find)
         if c is not None:
@@ -157,8 +164,12 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
 
 
 def strategy(a: BitmapMatrix, b: BitmapMatrix) -> str:
-    """How the pairs of an unmasked, unsliced ``a @ b`` are found: "dense"
-    (:mod:`.rowdense`), "merge" (:mod:`.rowmerge`) or "tasks" (the task list)."""
+    """How an unmasked, unsliced ``a @ b`` runs: "lean" (:mod:`.lean`, the
+    dense path in one launch, for small products with values; "dense" for
+    structural ones), "dense" (:mod:`.rowdense`), "merge" (:mod:`.rowmerge`)
+    or "tasks" (the task list)."""
+    if lean.chooses(a, b):
+        return "lean"
     if rowdense.chooses(a, b):
         return "dense"
     if rowmerge.chooses(a, b):
@@ -166,7 +177,27 @@ def strategy(a: BitmapMatrix, b: BitmapMatrix) -> str:
     return "tasks"
 
 
-_FINDERS = {"dense": rowdense.accumulate, "merge": rowmerge.merge}
+_FINDERS = {"lean": rowdense.accumulate, "dense": rowdense.accumulate, "merge": rowmerge.merge}
+
+
+def _lean(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype, drop_zeros: bool,
+          timings: dict[str, float] | None) -> BitmapMatrix | None:
+    """C by the lean path, timed as one count stage; None when it does not
+    fit its workspace or device memory (the dense path then runs)."""
+    xp = get_array_module(a.keys, b.keys)
+    clock = _StageClock(xp, timings)
+    clock.lap("tasks")
+    try:
+        c = lean.product(a, b, sr, dtype, drop_zeros)
+    except MemoryError:
+        slices.free_pool(xp)
+        return None
+    for stage in ("count", "multiply", "compact"):
+        clock.lap(stage)
+    clock.finish()
+    if timings is not None and c is not None:
+        timings["slices"] = 1
+    return c
 
 
 def _result_type(sr: Semiring, a_dtype: np.dtype, b_dtype: np.dtype,

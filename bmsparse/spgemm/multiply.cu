@@ -46,8 +46,7 @@
 // Work: O(c_nnz * (pairs per block) + multiplies). Deterministic: fixed
 // summation order, no atomics on values.
 // Layout: see ../_cuda/bitmap.cuh.
-#include "../_cuda/bitmap.cuh"
-#include "../_cuda/semiring.cuh"
+#include "multiply.cuh"
 
 extern "C" __global__ void bmsparse_multiply_warp_blocks(
     const long long* __restrict__ c_offsets, long long c_nblocks,
@@ -72,53 +71,9 @@ __global__ void bmsparse_multiply_values(
     T* __restrict__ c_values, unsigned long long* __restrict__ zero_values,
     unsigned long long* zero_flag)
 {
-    const long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const long long warp_first = v & ~31ll;
-    if (warp_first >= c_nnz) return;  // whole warps leave together
-    const int lane = (int)(threadIdx.x & 31u);
-    // The blocks starting inside this warp's 32 values: lane k reads the
-    // offset of block q0 + 1 + k; as offsets strictly increase, the set of
-    // distances (offset - warp_first) < 32 marks where blocks start, and a
-    // lane's block is q0 plus the starts at or before it.
-    const long long q0 = warp_block[warp_first >> 5];
-    const long long base0 = c_offsets[q0];
-    const long long next = q0 + 1 + lane <= c_nblocks ? c_offsets[q0 + 1 + lane] : c_nnz + 32;
-    const long long distance = next - warp_first;
-    unsigned int starts = distance < 32 ? 1u << distance : 0u;
-#pragma unroll
-    for (int s = 16; s > 0; s >>= 1) starts |= __shfl_xor_sync(0xffffffffu, starts, s);
-    const int before = __popc(starts & (0xffffffffu >> (31 - lane)));  // starts at <= lane
-    const long long start = __shfl_sync(0xffffffffu, next, (before + 31) & 31);
-    const unsigned int live = __ballot_sync(0xffffffffu, v < c_nnz);
-    if (v >= c_nnz) return;
-    const long long q = q0 + before;
-    const long long first_value = before ? start : base0;
-    const u64 c_bm = c_bitmaps[q];
-    const int bit = nth_set_bit(c_bm, (int)(v - first_value));
-    const int r = bit >> 3, c = bit & 7;
-    T acc = S::template identity<T>();
-    const long long p1 = c_last[q + last_shift];
-    for (long long p = c_first[q]; p < p1; ++p) {
-        const long long ia = task_a[p], ib = task_b[p];
-        const u64 a_bm = a_bitmaps[ia], b_bm = b_bitmaps[ib];
-        unsigned int terms = row_bits(a_bm, r) & col_bits(b_bm, c);
-        if (!terms) continue;
-        if constexpr (!S::reads_values) {
-            for (; terms; terms &= terms - 1u) acc = S::add(acc, T(1));
-            continue;
-        }
-        const T* a_val = a_values + a_offsets[ia];
-        const T* b_val = b_values + b_offsets[ib];
-        for (; terms; terms &= terms - 1u) {
-            const int t = __ffs(terms) - 1;
-            acc = S::add(acc, S::mul(a_val[value_index(a_bm, bit_of(r, t))],
-                                     b_val[value_index(b_bm, bit_of(t, c))]));
-        }
-    }
-    c_values[v] = acc;
-    const unsigned int zeros = __ballot_sync(live, is_zero(acc));
-    if (zeros && lane == __ffs(live) - 1) {
-        atomicAdd(zero_values, (unsigned long long)__popc(zeros));
-        if (zero_flag) *zero_flag = 1ull;
-    }
+    multiply_value<T, S>(blockIdx.x * (long long)blockDim.x + threadIdx.x, a_bitmaps,
+                                a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a,
+                                task_b, c_first, c_last, last_shift, c_bitmaps, c_offsets,
+                                c_nblocks, warp_block, c_nnz, c_values, zero_values,
+                                zero_flag);
 }

@@ -1,20 +1,24 @@
-"""The three strategies of spgemm: end-to-end tests run through each."""
+"""The strategies of spgemm: end-to-end tests run through each."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bmsparse.spgemm import rowdense, rowmerge
+from bmsparse.spgemm import lean, rowdense, rowmerge
 
 
-@pytest.fixture(params=["dense", "merge", "tasks"])
+@pytest.fixture(params=["lean", "dense", "merge", "tasks"])
 def spgemm_path(request, monkeypatch):
-    """"dense": products whose B has few block columns take dense accumulators
-    (``rowdense.chooses``); "merge": those off, products the row merge can
-    take take it (``rowmerge.chooses``); "tasks": every product builds a task
-    list. The host always does the latter."""
-    if request.param != "dense":
+    """"lean": small products the dense path takes run in one launch
+    (``lean.chooses``); "dense": that off, products whose B has few block
+    columns take dense accumulators (``rowdense.chooses``); "merge": those
+    off, products the row merge can take take it (``rowmerge.chooses``);
+    "tasks": every product builds a task list. The host always does the
+    latter."""
+    if request.param != "lean":
+        monkeypatch.setattr(lean, "MAX_BLOCKS", -1)
+    if request.param not in ("lean", "dense"):
         monkeypatch.setattr(rowdense, "MAX_COLUMNS", -1)
     if request.param == "tasks":
         monkeypatch.setattr(rowmerge, "MAX_ROW_BLOCKS", -1)

@@ -1,0 +1,256 @@
+// rowdense.cuh - the passes of rowdense.cu as device functions, so that a
+// kernel doing more than one stage in one launch (lean.cu) runs the same
+// code: the thread block's units u = blockIdx.x, blockIdx.x + gridDim.x, ...
+// Arguments and layout: see rowdense.cu.
+#pragma once
+#include "../_cuda/bitmap.cuh"
+
+#ifndef BMSPARSE_ROWDENSE_THREADS
+#define BMSPARSE_ROWDENSE_THREADS 256
+#endif
+#define RD_WARPS (BMSPARSE_ROWDENSE_THREADS / 32)
+// thread blocks per SM the kernels are compiled for: at 256 threads and no
+// minimum, ptxas held the blocks kernel to 64 registers and spilled; 3 gives
+// it 80 (shared memory holds 2 to 8 blocks per SM, by the unit's span)
+#define RD_MIN_BLOCKS 3
+
+// the unit's accumulator (u64 acc[span]) and per-column counters (unsigned int aux[span])
+extern __shared__ u64 rd_shared[];
+
+// a pair being placed, packed in one word: its A block less the row's first
+// (rows of fewer than 2^23 blocks) above its B block (B of fewer than 2^40),
+// so that packed pairs of one column compare as their A blocks do
+#define RD_PAIR_SHIFT 40
+#define RD_PAIR_B ((1ull << RD_PAIR_SHIFT) - 1ull)
+
+// the blocks of B's block row j in the unit's columns [k0, k1) (k1 may
+// reach 2^32: the bound key is then row j + 1's first, past the row)
+__device__ __forceinline__ void rd_b_range(const u64* __restrict__ b_keys,
+                                           const long long* __restrict__ b_ptr, long long j,
+                                           bool whole_row, unsigned long long k0,
+                                           unsigned long long k1, long long& lo,
+                                           long long& hi) {
+    lo = b_ptr[j];
+    hi = b_ptr[j + 1];
+    if (!whole_row) {
+        const u64 row = make_key((u64)j, 0);
+        lo += lower_bound(b_keys + lo, hi - lo, row + k0);
+        hi = lo + lower_bound(b_keys + lo, hi - lo, row + k1);
+    }
+}
+
+// f(a, b, k, product) for every useful pair (A block a, B block b) of the
+// unit with A blocks [a_begin, a_end), k its column in the unit and product
+// its Boolean product: warps take A blocks, lanes the B blocks each meets
+template <typename F>
+__device__ __forceinline__ void rd_for_useful_pairs(
+    long long a_begin, long long a_end, bool whole_row, unsigned long long k0,
+    unsigned long long k1, const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
+    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ b_ptr, F f)
+{
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
+    for (long long a = a_begin + warp; a < a_end; a += RD_WARPS) {
+        const u64 a_bm = a_bitmaps[a];
+        const unsigned int a_cols = nonempty_cols(a_bm);
+        long long lo, hi;
+        rd_b_range(b_keys, b_ptr, block_col(a_keys[a]), whole_row, k0, k1, lo, hi);
+        for (long long b = lo + lane; b < hi; b += 32) {
+            const u64 product = bool_product_by_columns(a_bm, a_cols, b_bitmaps[b]);
+            if (product) f(a, b, block_col(b_keys[b]) - (unsigned int)k0, product);
+        }
+    }
+}
+
+// rd_for_useful_pairs over the unit's A blocks, with the kernels' arguments
+#define RD_FOR_USEFUL_PAIRS(f)                                                          \
+    rd_for_useful_pairs(a0, a1, whole_row, k0, k1, a_keys, a_bitmaps, b_keys, b_bitmaps, \
+                        b_ptr, f)
+
+// block-wide sum of x (every thread receives it); the trailing barrier lets
+// the caller reuse shared memory
+__device__ __forceinline__ long long rd_block_sum(long long x) {
+    __shared__ long long warp_sums[RD_WARPS];
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
+    for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(0xffffffffu, x, d);
+    if (lane == 0) warp_sums[warp] = x;
+    __syncthreads();
+    long long total = 0;
+#pragma unroll
+    for (int w = 0; w < RD_WARPS; ++w) total += warp_sums[w];
+    __syncthreads();
+    return total;
+}
+
+// block-wide exclusive scan of x in thread order; `total` gets the sum
+__device__ __forceinline__ long long rd_block_scan(long long x, long long& total) {
+    __shared__ long long warp_sums[RD_WARPS];
+    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
+    long long inclusive = x;
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long left = __shfl_up_sync(0xffffffffu, inclusive, d);
+        if (lane >= d) inclusive += left;
+    }
+    if (lane == 31) warp_sums[warp] = inclusive;
+    __syncthreads();
+    long long before = 0;
+    total = 0;
+#pragma unroll
+    for (int w = 0; w < RD_WARPS; ++w) {
+        before += w < warp ? warp_sums[w] : 0;
+        total += warp_sums[w];
+    }
+    __syncthreads();
+    return before + inclusive - x;
+}
+
+// this thread's contiguous share [c0, c1) of the unit's `width` columns, so
+// that reading them in thread order reads them in column order
+__device__ __forceinline__ void rd_share(long long width, long long& c0, long long& c1) {
+    const long long per = (width + BMSPARSE_ROWDENSE_THREADS - 1) / BMSPARSE_ROWDENSE_THREADS;
+    c0 = min(width, per * (long long)threadIdx.x);
+    c1 = min(width, c0 + per);
+}
+
+#define RD_ARGS                                                                         \
+    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,                  \
+    const long long* __restrict__ a_ptr, long long nbrows, long long parts,             \
+    long long span, const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,  \
+    const long long* __restrict__ b_ptr
+
+// the unit's row and column range; the range is cut at B's last column by
+// the keys themselves, so k1 may pass it
+#define RD_UNIT(u)                                                                      \
+    const long long i = (u) / parts;                                                    \
+    const unsigned long long k0 = (unsigned long long)(((u) - i * parts) * span);      \
+    const unsigned long long k1 = k0 + (unsigned long long)span;                        \
+    const bool whole_row = parts == 1;                                                  \
+    const long long a0 = a_ptr[i], a1 = a_ptr[i + 1]
+
+
+// bmsparse_rowdense_count's pass; leaves the accumulator cleared
+__device__ __forceinline__ void rd_count_units(RD_ARGS, long long* __restrict__ sizes)
+{
+    u64* acc = rd_shared;
+    const long long n = nbrows * parts;
+    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) acc[c] = 0;
+    __syncthreads();
+    for (long long u = blockIdx.x; u < n; u += gridDim.x) {
+        RD_UNIT(u);
+        long long useful = 0;
+        RD_FOR_USEFUL_PAIRS([&](long long, long long, unsigned int k, u64 product) {
+            atomicOr(acc + k, product);
+            ++useful;
+        });
+        const long long pairs = rd_block_sum(useful);
+        // rd_block_sum's barriers also close the accumulation
+        // blocks in bits 0-23 and values above them: one sum (span < 2^16)
+        long long packed = 0;
+        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+            const u64 bm = acc[c];
+            packed += (bm != 0ull) | ((long long)__popcll(bm) << 24);
+            acc[c] = 0;
+        }
+        packed = rd_block_sum(packed);
+        if (threadIdx.x == 0) {
+            sizes[u] = packed & 0xffffff;
+            sizes[n + u] = packed >> 24;
+            sizes[2 * n + u] = pairs;
+        }
+    }
+}
+
+// bmsparse_rowdense_blocks's pass; clears the accumulator and counters
+// first, and leaves them cleared
+__device__ __forceinline__ void rd_blocks_units(
+    RD_ARGS, const long long* __restrict__ scan, long long write_pairs,
+    u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets,
+    long long* __restrict__ c_ptr, long long* __restrict__ task_a,
+    long long* __restrict__ task_b, long long* __restrict__ warp_block)
+{
+    u64* acc = rd_shared;
+    unsigned int* aux = (unsigned int*)(rd_shared + span);
+    const long long n = nbrows * parts;
+    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+        acc[c] = 0;
+        aux[c] = 0;
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) {  // one thread closes the pointers
+        const long long c_nblocks = __ldcg(scan + n);
+        c_offsets[c_nblocks] = __ldcg(scan + 2 * n) - c_nblocks;
+        c_ptr[c_nblocks] = __ldcg(scan + 3 * n) - __ldcg(scan + 2 * n);
+    }
+    __syncthreads();
+    for (long long u = blockIdx.x; u < n; u += gridDim.x) {
+        RD_UNIT(u);
+        RD_FOR_USEFUL_PAIRS([&](long long, long long, unsigned int k, u64 product) {
+            atomicOr(acc + k, product);
+            atomicAdd(aux + k, 1u);
+        });
+        __syncthreads();
+        // C's blocks of the unit: the non-empty entries of acc in column order
+        long long c0, c1;
+        rd_share(span, c0, c1);
+        long long blocks = 0, values = 0, pairs = 0;
+        for (long long c = c0; c < c1; ++c) {
+            const u64 bm = acc[c];
+            blocks += bm != 0ull;
+            values += __popcll(bm);
+            pairs += aux[c];
+        }
+        long long total;
+        // (the scan is read through L2: lean.cu writes it in the same launch)
+        long long q = __ldcg(scan + u) + rd_block_scan(blocks, total);
+        long long v = __ldcg(scan + n + u) - __ldcg(scan + n) + rd_block_scan(values, total);
+        const long long p0 = __ldcg(scan + 2 * n + u) - __ldcg(scan + 2 * n);
+        long long p = rd_block_scan(pairs, total);  // from p0
+        for (long long c = c0; c < c1; ++c) {
+            const u64 bm = acc[c];
+            if (!bm) continue;
+            c_keys[q] = make_key((u64)i, k0 + (u64)c);
+            c_bitmaps[q] = bm;
+            c_offsets[q] = v;
+            c_ptr[q] = p0 + p;
+            if (write_pairs) mark_warp_starts(warp_block, q, v, __popcll(bm));
+            const unsigned int np = aux[c];
+            aux[c] = (unsigned int)p;  // from here on: the column's next free pair
+            acc[c] = (u64)p;           // and its first
+            ++q;
+            v += __popcll(bm);
+            p += np;
+        }
+        __syncthreads();
+        if (write_pairs && total > 0) {
+            // every useful pair takes a free place of its column in any order,
+            // as (A block - a0) << RD_PAIR_SHIFT | B block, ...
+            RD_FOR_USEFUL_PAIRS([&](long long a, long long b, unsigned int k, u64) {
+                task_b[p0 + atomicAdd(aux + k, 1u)] =
+                    (long long)(((u64)(a - a0) << RD_PAIR_SHIFT) | (u64)b);
+            });
+            __syncthreads();
+            // ... then goes to its rank in ascending A block among its column's
+            // pairs (one A block meets a column once: the ranks are distinct)
+            for (long long t = p0 + threadIdx.x; t < p0 + total; t += BMSPARSE_ROWDENSE_THREADS) {
+                const u64 pair = (u64)task_b[t];
+                const unsigned int k =
+                    block_col(b_keys[pair & RD_PAIR_B]) - (unsigned int)k0;
+                const long long s0 = p0 + (long long)acc[k], s1 = p0 + aux[k];
+                long long rank = 0;
+                for (long long s = s0; s < s1; ++s) rank += (u64)task_b[s] < pair;
+                task_a[s0 + rank] = (long long)pair;
+            }
+            __syncthreads();
+            for (long long t = p0 + threadIdx.x; t < p0 + total; t += BMSPARSE_ROWDENSE_THREADS) {
+                const u64 pair = (u64)task_a[t];
+                task_a[t] = a0 + (long long)(pair >> RD_PAIR_SHIFT);
+                task_b[t] = (long long)(pair & RD_PAIR_B);
+            }
+        }
+        // acc and aux back to zero for the next unit
+        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+            acc[c] = 0;
+            aux[c] = 0;
+        }
+        __syncthreads();
+    }
+}

@@ -10,7 +10,7 @@
 // Launch: one thread per output block, 1-D grid.
 // Work: O(nnz). Deterministic.
 // Layout: see ../_cuda/bitmap.cuh.
-#include "../_cuda/bitmap.cuh"
+#include "compact.cuh"
 
 // The bits of each block whose value is not exactly zero (when the multiply
 // stage counted zeros; it does not keep per-bit results), and the items of
@@ -28,11 +28,7 @@ __global__ void bmsparse_compact_nonzero_bits(
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
-    u64 keep = 0;
-    long long src = c_offsets[q];
-    for (u64 rest = c_bitmaps[q]; rest; rest &= rest - 1ull, ++src) {
-        if (!is_zero(c_values[src])) keep |= rest & (~rest + 1ull);  // the lowest bit left
-    }
+    const u64 keep = nonzero_bits<false>(c_bitmaps[q], c_values + c_offsets[q]);
     c_nonzero[q] = keep;
     const long long size = __popcll(keep);
     sizes[q] = shift ? (size << shift) | (long long)(keep != 0ull) : size;
@@ -51,31 +47,6 @@ __global__ void bmsparse_compact_nonzero_bits(
 //   long long out_first[kept], out_last[kept] - out: the kept blocks' task runs
 //                                        (unless c_ptr is null)
 // Launch: one thread per block, 1-D grid. Work: O(c_nblocks).
-__device__ __forceinline__ void keep_block(
-    long long q, const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
-    const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
-    long long shift, const long long* __restrict__ c_ptr, long long c_nblocks,
-    u64* __restrict__ out_keys, u64* __restrict__ out_bitmaps,
-    long long* __restrict__ out_offsets, long long* __restrict__ out_first,
-    long long* __restrict__ out_last)
-{
-    const long long low = (1ll << shift) - 1;
-    if (q == c_nblocks - 1) {
-        const long long end = new_offsets[c_nblocks];
-        out_offsets[shift ? end & low : rank[q]] = end >> shift;
-    }
-    const u64 bitmap = new_bitmaps[q];
-    if (!bitmap) return;
-    const long long d = shift ? new_offsets[q] & low : rank[q] - 1;
-    out_keys[d] = c_keys[q];
-    out_bitmaps[d] = bitmap;
-    out_offsets[d] = new_offsets[q] >> shift;
-    if (c_ptr) {
-        out_first[d] = c_ptr[q];
-        out_last[d] = c_ptr[q + 1];
-    }
-}
-
 extern "C" __global__ void bmsparse_compact_blocks(
     const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
     const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
@@ -86,7 +57,7 @@ extern "C" __global__ void bmsparse_compact_blocks(
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
-    keep_block(q, c_keys, new_bitmaps, new_offsets, rank, shift, c_ptr, c_nblocks, out_keys,
+    keep_block<false>(q, c_keys, new_bitmaps, new_offsets, rank, shift, c_ptr, c_nblocks, out_keys,
                out_bitmaps, out_offsets, out_first, out_last);
 }
 
@@ -108,12 +79,8 @@ __global__ void bmsparse_compact_values(
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
-    keep_block(q, c_keys, c_nonzero, new_offsets, rank, shift, nullptr, c_nblocks, out_keys,
+    keep_block<false>(q, c_keys, c_nonzero, new_offsets, rank, shift, nullptr, c_nblocks, out_keys,
                out_bitmaps, out_offsets, nullptr, nullptr);
-    const u64 keep = c_nonzero[q];
-    long long src = c_offsets[q], dst = new_offsets[q] >> shift;
-    for (u64 rest = c_bitmaps[q]; rest; rest &= rest - 1ull, ++src) {
-        const int bit = __ffsll((long long)rest) - 1;
-        if (keep & (1ull << bit)) new_values[dst++] = c_values[src];
-    }
+    copy_kept<false>(c_bitmaps[q], c_nonzero[q], c_values + c_offsets[q],
+                     new_values + (new_offsets[q] >> shift));
 }

@@ -55,6 +55,7 @@
 // Deterministic: as rowdense.cu and multiply.cu; compaction only moves values.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/grid.cuh"
+#include "compact.cuh"
 #include "multiply.cuh"
 #include "rowdense.cuh"
 
@@ -73,23 +74,24 @@ __device__ __forceinline__ long long lean_packed(long long c, long long v, long 
 // `scratch` holds 3 c + 1 words. Not inlined, so that its registers do not
 // count against the multiply's (it spilled into the multiply's loop)
 template <typename T>
-__device__ __noinline__ void lean_compact(char* out, long long c, long long at, long long* scratch,
-                             u64* bar, u64* block_sums, u64* warp_sums, long long* report)
+__device__ __noinline__ void lean_compact(char* out, long long c, long long at,
+                                          long long* scratch, u64* bar, u64* block_sums,
+                                          u64* warp_sums, long long* report)
 {
     const u64* c_keys = (const u64*)out;
     const u64* c_bitmaps = c_keys + c;
     const long long* c_offsets = (const long long*)(c_bitmaps + c);
     const T* c_values = (const T*)(out + lean_values_at(c));
-    long long* keep_sizes = scratch;  // kept values << 32 | (any kept), per block
+    // per block: its kept bits, and kept values << 32 | (any kept), which
+    // scan into compact.cu's packed offsets (shift 32)
+    long long* keep_sizes = scratch;
     long long* keep_scan = keep_sizes + c;
     u64* keep_bits = (u64*)(keep_scan + c + 1);
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long nthreads = gridDim.x * (long long)blockDim.x;
     for (long long q = tid; q < c; q += nthreads) {
-        u64 keep = 0;
-        long long src = __ldcg(c_offsets + q);
-        for (u64 rest = __ldcg(c_bitmaps + q); rest; rest &= rest - 1ull, ++src)
-            if (!is_zero(fresh_load<true>(c_values + src))) keep |= rest & (~rest + 1ull);
+        const u64 keep =
+            nonzero_bits<true>(__ldcg(c_bitmaps + q), c_values + __ldcg(c_offsets + q));
         keep_bits[q] = keep;
         keep_sizes[q] = ((long long)__popcll(keep) << 32) | (long long)(keep != 0ull);
     }
@@ -99,23 +101,15 @@ __device__ __noinline__ void lean_compact(char* out, long long c, long long at, 
     const long long kept = __ldcg(keep_scan + c);
     const long long kc = kept & 0xffffffffll, kv = kept >> 32;
     u64* k_keys = (u64*)(out + at);
-    u64* k_bitmaps = k_keys + kc;
-    long long* k_offsets = (long long*)(k_bitmaps + kc);
+    long long* k_offsets = (long long*)(k_keys + 2 * kc);
     T* k_values = (T*)(out + at + lean_values_at(kc));
     for (long long q = tid; q < c; q += nthreads) {
-        const u64 keep = __ldcg(keep_bits + q);
-        if (!keep) continue;
-        const long long place = __ldcg(keep_scan + q);
-        const long long r = place & 0xffffffffll;
-        long long o = place >> 32, src = __ldcg(c_offsets + q);
-        k_keys[r] = __ldcg(c_keys + q);
-        k_bitmaps[r] = keep;
-        k_offsets[r] = o;
-        for (u64 rest = __ldcg(c_bitmaps + q); rest; rest &= rest - 1ull, ++src)
-            if (keep & rest & (~rest + 1ull)) k_values[o++] = fresh_load<true>(c_values + src);
+        keep_block<true>(q, c_keys, keep_bits, keep_scan, nullptr, 32, nullptr, c, k_keys,
+                         k_keys + kc, k_offsets, nullptr, nullptr);
+        copy_kept<true>(__ldcg(c_bitmaps + q), __ldcg(keep_bits + q),
+                        c_values + __ldcg(c_offsets + q), k_values + (__ldcg(keep_scan + q) >> 32));
     }
     if (tid == 0) {
-        k_offsets[kc] = kv;
         report[1] = kc;
         report[2] = kv;
         report[3] = at;
@@ -150,13 +144,12 @@ __device__ __forceinline__ long long* lean_sizes(char* out, long long capacity, 
     return (long long*)(out + capacity) - (6 * n + 1);
 }
 
-// passes 1-3 (value_size: bytes of one value of C); false, for every thread
-// block alike, when C does not fit
-__device__ __forceinline__ bool lean_blocks_pass(RD_ARGS, long long value_size,
-                                                 long long drop_zeros, long long capacity,
-                                                 char* out, u64* work, long long* report,
-                                                 u64* warp_sums)
+// passes 1-3 (value_size: bytes of one value of C)
+extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS)
+bmsparse_lean_blocks(RD_ARGS, long long value_size, long long drop_zeros, long long capacity,
+                     char* out, u64* work, long long* report)
 {
+    __shared__ u64 warp_sums[32];
     const long long n = nbrows * parts;
     long long* sizes = lean_sizes(out, capacity, n);
     long long* scan = sizes + 3 * n;
@@ -173,56 +166,12 @@ __device__ __forceinline__ bool lean_blocks_pass(RD_ARGS, long long value_size,
         report[2] = l.v;
         report[3] = 0;
     }
-    if (l.need > capacity) return false;
+    if (l.need > capacity) return;  // every thread block alike
     u64* c_keys = (u64*)out;
     long long* c_ptr = (long long*)(out + l.packed);
     rd_blocks_units(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
                     scan, 1, c_keys, c_keys + l.c, (long long*)(c_keys + 2 * l.c), c_ptr,
                     c_ptr + l.c + 1, c_ptr + l.c + 1 + l.p, c_ptr + l.c + 1 + 2 * l.p);
-    return true;
-}
-
-// passes 4-5
-template <typename T, typename S>
-__device__ __forceinline__ void lean_values_pass(
-    const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
-    const T* __restrict__ a_values, const u64* __restrict__ b_bitmaps,
-    const long long* __restrict__ b_offsets, const T* __restrict__ b_values, long long nbrows,
-    long long drop_zeros, long long capacity, char* out, u64* work, long long* report,
-    u64* warp_sums)
-{
-    unsigned long long* zeros = work + 2;
-    const long long* scan = lean_sizes(out, capacity, nbrows) + 3 * nbrows;
-    const LeanLayout l = lean_layout(scan, nbrows, sizeof(T), drop_zeros);
-    if (l.need > capacity) return;
-    const u64* c_bitmaps = (const u64*)out + l.c;
-    const long long* c_offsets = (const long long*)out + 2 * l.c;
-    T* c_values = (T*)(out + lean_values_at(l.c));
-    long long* c_ptr = (long long*)(out + l.packed);
-    const long long* task_a = c_ptr + l.c + 1;
-    const long long* task_b = task_a + l.p;
-    // a thread block's threads take the same steps, so warps stay whole
-    const long long nthreads = gridDim.x * (long long)blockDim.x;
-    for (long long first = blockIdx.x * (long long)blockDim.x; first < l.v; first += nthreads)
-        multiply_value<T, S>(first + threadIdx.x, a_bitmaps, a_offsets, a_values,
-                                    b_bitmaps, b_offsets, b_values, task_a, task_b, c_ptr,
-                                    c_ptr, 1, c_bitmaps, c_offsets, l.c, task_b + l.p, l.v,
-                                    c_values, zeros, nullptr);
-    if (!drop_zeros) return;
-    grid_barrier(work);
-    if (__ldcg(zeros) == 0) return;
-    // the pairs' memory is free again: 3 c + 1 words fit in it, since every
-    // block has a pair
-    lean_compact<T>(out, l.c, l.pairs_end, c_ptr, work, work + 4, warp_sums, report);
-}
-
-extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS)
-bmsparse_lean_blocks(RD_ARGS, long long value_size, long long drop_zeros, long long capacity,
-                     char* out, u64* work, long long* report)
-{
-    __shared__ u64 warp_sums[32];
-    lean_blocks_pass(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                     value_size, drop_zeros, capacity, out, work, report, warp_sums);
 }
 
 // passes 4-5, after bmsparse_lean_blocks on the same `out`: a kernel of its
@@ -241,7 +190,26 @@ bmsparse_lean_values(const u64* __restrict__ a_bitmaps, const long long* __restr
                      u64* work, long long* report)
 {
     __shared__ u64 warp_sums[32];
-    lean_values_pass<T, S>(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
-                                  b_values, nbrows, drop_zeros, capacity, out, work, report,
-                                  warp_sums);
+    unsigned long long* zeros = work + 2;
+    const long long* scan = lean_sizes(out, capacity, nbrows) + 3 * nbrows;
+    const LeanLayout l = lean_layout(scan, nbrows, sizeof(T), drop_zeros);
+    if (l.need > capacity) return;
+    const u64* c_bitmaps = (const u64*)out + l.c;
+    const long long* c_offsets = (const long long*)out + 2 * l.c;
+    T* c_values = (T*)(out + lean_values_at(l.c));
+    long long* c_ptr = (long long*)(out + l.packed);
+    const long long* task_a = c_ptr + l.c + 1;
+    const long long* task_b = task_a + l.p;
+    // a thread block's threads take the same steps, so warps stay whole
+    const long long nthreads = gridDim.x * (long long)blockDim.x;
+    for (long long first = blockIdx.x * (long long)blockDim.x; first < l.v; first += nthreads)
+        multiply_value<T, S>(first + threadIdx.x, a_bitmaps, a_offsets, a_values, b_bitmaps,
+                             b_offsets, b_values, task_a, task_b, c_ptr, c_ptr, 1, c_bitmaps,
+                             c_offsets, l.c, task_b + l.p, l.v, c_values, zeros, nullptr);
+    if (!drop_zeros) return;
+    grid_barrier(work);
+    if (__ldcg(zeros) == 0) return;
+    // the pairs' memory is free again: 3 c + 1 words fit in it, since every
+    // block has a pair
+    lean_compact<T>(out, l.c, l.pairs_end, c_ptr, work, work + 4, warp_sums, report);
 }

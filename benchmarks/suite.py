@@ -17,8 +17,8 @@ A row per matrix: name, n, nnz, blocks, nnz per block, multiplies, nnz(C),
 our time (kernels only: BitmapMatrix in, BitmapMatrix out), the peer's time
 (cuSPARSE CSR @ CSR through cupyx; scipy on CPU-only machines), speedup,
 peak memory of both, the strategy our product took ("lean": dense
-accumulators in one launch, for small products, "dense": dense
-accumulators per block row, "merge": the row merge, "tasks": the task list;
+accumulators in one launch, for small products, "scalar": by B's scalar
+rows, "dense": dense accumulators per block row, "merge": the row merge, "tasks": the task list;
 see ``bmsparse.spgemm.strategy``) and
 whether the products match. The geometric mean of
 the speedups closes the table.
@@ -40,7 +40,7 @@ import numpy as np
 from common import fmt_mib, fmt_ms, fmt_num, fmt_x
 
 from bmsparse import BitmapMatrix, generators
-from bmsparse.spgemm import lean, rowdense, rowmerge, strategy
+from bmsparse.spgemm import lean, rowdense, rowmerge, rowscalar, strategy
 
 DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
                    or common.REPO_ROOT.parent / "shared" / "matrices")
@@ -66,10 +66,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-structured", action="store_true",
                    help="skip the structured matrices of ESC Table 3")
     common.add_timing_args(p)
-    p.add_argument("--strategy", choices=("auto", "lean", "dense", "merge", "tasks"),
+    p.add_argument("--strategy", choices=("auto", "lean", "scalar", "dense", "merge", "tasks"),
                    default="auto",
                    help="auto: bmsparse's own choice (default); lean: the one-launch dense "
-                   "path wherever its workspace holds C; dense: dense accumulators "
+                   "path wherever its workspace holds C; scalar: B's scalar rows wherever "
+                   "B has few enough block columns; dense: dense accumulators "
                    "everywhere (not in one launch); merge: the row merge wherever its kernels can run (rows of at "
                    "most 128 blocks), else the task list; tasks: the task list everywhere. "
                    "For A/B runs of the strategies; the GPU only")
@@ -165,6 +166,9 @@ def force_strategy(name: str) -> None:
     if name == "auto":
         return
     lean.MAX_BLOCKS = 1 << 62 if name == "lean" else -1
+    rowscalar.MAX_ENTRIES_PER_BLOCK = float("inf") if name == "scalar" else -1
+    if name == "scalar":
+        rowscalar.MAX_ROW_BLOCKS = 1 << 62
     if name in ("lean", "dense"):
         rowdense.MAX_COLUMNS = 1 << 62
     elif name in ("merge", "tasks"):

@@ -7,7 +7,8 @@
    (1 and 2 together, without a mask: :func:`~bmsparse.spgemm.rowdense.accumulate`,
    a dense accumulator per block row, for B of few block columns, or
    :func:`~bmsparse.spgemm.rowmerge.merge`, a merge per block row, for short
-   block rows;)
+   block rows; 1 to 3 for graphs of about one entry per block:
+   :mod:`~bmsparse.spgemm.rowscalar`, by B's scalar rows;)
 3. :func:`~bmsparse.spgemm.multiply.multiply` - output values, in a semiring;
 4. :func:`~bmsparse.spgemm.compact.compact` - drop exact zeros.
 """
@@ -24,7 +25,7 @@ from .._format import nblocks_along
 from .._matrix import BitmapMatrix
 from .._sputils import get_array_module, matmul_mismatch, upcast
 from ..semiring import Semiring, get_semiring, plus_pair, plus_times
-from . import compact, count, lean, multiply, rowdense, rowmerge, slices, tasks
+from . import compact, count, lean, multiply, rowdense, rowmerge, rowscalar, slices, tasks
 
 #: names of the timed stages, in order
 STAGES = ("tasks", "count", "multiply", "compact")
@@ -104,8 +105,10 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     row merge (:func:`rowmerge.chooses`); both sync twice (three times when
     zeros are dropped). Small products of the first kind run it in one
     launch and one sync (:mod:`.lean`; ``timings`` then counts it all as the
-    count stage). The rest build a task list, which syncs 4 to 6 times to
-    size intermediate arrays.
+    count stage); graphs of about one entry per block go by B's scalar rows
+    instead of pairs of blocks (:func:`rowscalar.chooses`; the count stage
+    then includes B's CSR form). The rest build a task list, which syncs 4
+    to 6 times to size intermediate arrays.
     """
     a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     b = b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)
@@ -166,10 +169,13 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
 def strategy(a: BitmapMatrix, b: BitmapMatrix) -> str:
     """How an unmasked, unsliced ``a @ b`` runs: "lean" (:mod:`.lean`, the
     dense path in one launch, for small products with values; "dense" for
-    structural ones), "dense" (:mod:`.rowdense`), "merge" (:mod:`.rowmerge`)
-    or "tasks" (the task list)."""
+    structural ones), "scalar" (:mod:`.rowscalar`, by B's scalar rows),
+    "dense" (:mod:`.rowdense`), "merge" (:mod:`.rowmerge`) or "tasks" (the
+    task list)."""
     if lean.chooses(a, b):
         return "lean"
+    if rowscalar.chooses(a, b):
+        return "scalar"
     if rowdense.chooses(a, b):
         return "dense"
     if rowmerge.chooses(a, b):
@@ -177,7 +183,34 @@ def strategy(a: BitmapMatrix, b: BitmapMatrix) -> str:
     return "tasks"
 
 
-_FINDERS = {"lean": rowdense.accumulate, "dense": rowdense.accumulate, "merge": rowmerge.merge}
+def _by_pairs(accumulate: Any) -> Any:
+    """A finder of :func:`_merged_product` from one of the merges
+    (``rowdense.accumulate``, ``rowmerge.merge``): C's blocks with their
+    useful pairs, whose values :func:`multiply.multiply` computes."""
+
+    def find(a: BitmapMatrix, b: BitmapMatrix, reads_values: bool, structural: bool,
+             check: Any) -> tuple[Any, Any]:
+        merged = accumulate(a, b, not structural, check)
+
+        def values(sr: Semiring, dtype: np.dtype, flag: Any) -> tuple[Any, Any]:
+            return multiply.multiply(
+                a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values,
+                merged.task_a, merged.task_b, merged.c_ptr, None, merged.c_bitmaps,
+                merged.c_offsets, merged.nnz, sr, dtype, merged.warp_block, flag)
+
+        return merged, values
+
+    return find
+
+
+def _by_rows(a: BitmapMatrix, b: BitmapMatrix, reads_values: bool, structural: bool,
+             check: Any) -> tuple[Any, Any]:
+    """The finder of :func:`_merged_product` for :mod:`.rowscalar`."""
+    return rowscalar.find(a, b, reads_values, check)
+
+
+_FINDERS = {"lean": _by_pairs(rowdense.accumulate), "scalar": _by_rows,
+            "dense": _by_pairs(rowdense.accumulate), "merge": _by_pairs(rowmerge.merge)}
 
 
 def _lean(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype, drop_zeros: bool,
@@ -284,11 +317,11 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
 
 def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
             drop_zeros: bool, timings: dict[str, float] | None, value_bytes: int,
-            find: Any = rowmerge.merge) -> BitmapMatrix | None:
-    """C by ``find`` (``rowmerge.merge`` or ``rowdense.accumulate``) and the
-    multiply, or None when it does not fit in the free device memory: the
-    task-list path then slices the product. A failed allocation anywhere in
-    it counts, not only the checks."""
+            find: Any) -> BitmapMatrix | None:
+    """C by ``find`` (a value of ``_FINDERS``: C's blocks, and the function
+    that computes their values), or None when it does not fit in the free
+    device memory: the task-list path then slices the product. A failed
+    allocation anywhere in it counts, not only the checks."""
     xp = get_array_module(a.keys, b.keys)
     try:
         return _merged_product(xp, a, b, sr, dtype, drop_zeros, timings, value_bytes, find)
@@ -303,8 +336,8 @@ def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
     clock = _StageClock(xp, timings)
     clock.lap("tasks")  # none apart: the pairs are found while counting
     budget = slices.free_memory(xp)
-    merged = find(a, b, not sr.structural,
-                  lambda need: tasks.check_budget("the product", need, budget))
+    merged, values = find(a, b, sr.reads_values, sr.structural,
+                          lambda need: tasks.check_budget("the product", need, budget))
     tasks.check_budget("the product", merged.nnz * value_bytes, budget)
     clock.lap("count")
     shape = (a.shape[0], b.shape[1])
@@ -314,10 +347,7 @@ def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
         clock.lap("multiply")
     else:
         flag = _zero_flag(xp, drop_zeros)
-        c_values, zeros = multiply.multiply(
-            a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, merged.task_a,
-            merged.task_b, merged.c_ptr, None, merged.c_bitmaps, merged.c_offsets,
-            merged.nnz, sr, dtype, merged.warp_block, flag)
+        c_values, zeros = values(sr, dtype, flag)
         clock.lap("multiply")
         arrays = (merged.c_keys, merged.c_bitmaps, merged.c_offsets, c_values)
         if drop_zeros:

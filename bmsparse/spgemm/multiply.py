@@ -97,13 +97,7 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
         warp_block = cupy.empty(-(-nnz // _WARP), dtype=cupy.int64)
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_warp_blocks")
         _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block))
-    # the values and the zero counter in one allocation (cupy.zeros is an
-    # allocation and a launch); the counter, 8 bytes, lives as long as C
-    at = -(-nnz * a_values.itemsize // 8) * 8
-    memory = cupy.cuda.alloc(at + 8)
-    (memory + at).memset_async(0, 8)
-    c_values = _kernels.device_array(memory, 0, nnz, a_values.dtype)
-    zero_values = _kernels.device_array(memory, at, 1, np.uint64)
+    c_values, zero_values = value_arrays(nnz, a_values.dtype)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype,
                                  S=semiring.functor)
     last_shift = 1 if c_last is None else 0
@@ -114,6 +108,20 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
         c_offsets, np.int64(c_nblocks), warp_block, np.int64(nnz), c_values, zero_values,
         np.uint64(0 if zero_flag is None else zero_flag.ptr)), cast=False)
     return c_values, zero_values
+
+
+def value_arrays(nnz: int, dtype: np.dtype) -> tuple[Any, Any]:
+    """C's values (``dtype`` [nnz], uninitialised) and a zeroed counter of
+    those exactly zero (uint64 [1]), on the GPU."""
+    import cupy
+
+    # in one allocation (cupy.zeros is an allocation and a launch); the
+    # counter, 8 bytes, lives as long as C
+    at = -(-nnz * dtype.itemsize // 8) * 8
+    memory = cupy.cuda.alloc(at + 8)
+    (memory + at).memset_async(0, 8)
+    return (_kernels.device_array(memory, 0, nnz, dtype),
+            _kernels.device_array(memory, at, 1, np.uint64))
 
 
 @np.errstate(invalid="ignore", over="ignore")  # inf * 0 is NaN, as in scipy, silently

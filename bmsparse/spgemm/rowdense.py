@@ -93,7 +93,7 @@ def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
         _kernels.launch(kernel, grid * THREADS, args, block=THREADS, shared_mem=shared,
                         cast=False)
 
-    return rowmerge.two_passes(a, b, parts, span, pairs, check, launch)
+    return rowmerge.two_passes(a, rowmerge.block_rows(b), parts, span, pairs, check, launch)
 
 
 def column_units(nbcols: int) -> tuple[int, int]:

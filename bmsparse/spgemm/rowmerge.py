@@ -162,7 +162,7 @@ def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     def launch(stage: str, args: tuple[Any, ...]) -> None:
         _launch(f"bmsparse_rowmerge_{stage}_{group}_{cursors}", group * nbrows * parts, args)
 
-    return two_passes(a, b, parts, span, pairs, check, launch)
+    return two_passes(a, block_rows(b), parts, span, pairs, check, launch)
 
 
 def per_row_arrays_fit(a: Any, b: Any) -> bool:
@@ -176,15 +176,21 @@ def per_row_arrays_fit(a: Any, b: Any) -> bool:
                for m in (a, b))
 
 
-def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,
+def block_rows(b: Any) -> tuple[Any, Any, Any]:
+    """B as the merges' kernels take it: keys, bitmaps, block-row pointer."""
+    return b.keys, b.bitmaps, b._row_pointer()
+
+
+def two_passes(a: Any, b_ops: tuple[Any, ...], parts: int, span: int, pairs: bool, check: Any,
                launch: Callable[[str, tuple[Any, ...]], None]) -> Merged:
     """The count pass, the scan of its sizes, one read, the blocks pass.
 
     ``launch(stage, args)`` runs the "count" or "blocks" kernel of a strategy
     whose kernels take the arguments of ``rowmerge.cu`` over units of
-    ``parts`` per block row of ``span`` block columns each, without the
-    launch's casts: the scalars are NumPy's, the arrays the matrices' own or
-    new (a small product is a few launches and allocations, each a few
+    ``parts`` per block row of ``span`` block columns each, B being
+    ``b_ops`` (:func:`block_rows`, or another form its kernels read), without
+    the launch's casts: the scalars are NumPy's, the arrays the matrices' own
+    or new (a small product is a few launches and allocations, each a few
     microseconds of host time).
     """
     import cupy
@@ -192,7 +198,7 @@ def two_passes(a: Any, b: Any, parts: int, span: int, pairs: bool, check: Any,
     nbrows = nblocks_along(a.shape[0])
     n = nbrows * parts
     ops = (a.keys, a.bitmaps, a._row_pointer(), np.int64(nbrows), np.int64(parts),
-           np.int64(span), b.keys, b.bitmaps, b._row_pointer())
+           np.int64(span), *b_ops)
     sizes = cupy.empty(3 * n, dtype=cupy.int64)
     launch("count", (*ops, sizes))
     scan, totals = scan_totals(cupy, sizes, n)  # sync: the sizes of C, in one read

@@ -9,8 +9,14 @@ import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.semiring import get_semiring
-from bmsparse.spgemm import lean, rowdense, strategy
+from bmsparse.spgemm import lean, rowdense, rowscalar, strategy
 from tests.helpers import assert_same_csr, random_csr, scipy_product
+
+
+@pytest.fixture(autouse=True)
+def without_scalar_rows(monkeypatch):
+    """Products here leave the lean path for the dense one, not the scalar rows."""
+    monkeypatch.setattr(rowscalar, "MAX_ENTRIES_PER_BLOCK", -1)
 
 
 def cancelling(n: int, seed: int) -> sp.csr_array:

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix, spgemm
-from bmsparse.spgemm import lean, rowdense, rowmerge, strategy
+from bmsparse.spgemm import lean, rowdense, rowmerge, rowscalar, strategy
 from tests.helpers import assert_same_csr, random_csr, scipy_product
 from tests.spgemm.test_rowmerge import (FIELDS, assert_same_merged, brute_pairs,
                                         random_operands, twin_on_host, with_row_of)
@@ -16,8 +16,10 @@ from tests.spgemm.test_rowmerge import (FIELDS, assert_same_merged, brute_pairs,
 
 @pytest.fixture(autouse=True)
 def dense_path_without_lean(monkeypatch):
-    """spgemm here runs the dense path itself, not its one-launch form."""
+    """spgemm here runs the dense path itself, not its one-launch form nor
+    the scalar rows."""
     monkeypatch.setattr(lean, "MAX_BLOCKS", -1)
+    monkeypatch.setattr(rowscalar, "MAX_ENTRIES_PER_BLOCK", -1)
 
 
 @pytest.mark.parametrize("nbcols,want", [

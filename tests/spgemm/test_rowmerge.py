@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.semiring import get_semiring
-from bmsparse.spgemm import _merged, _product, rowdense, rowmerge, slices, tasks
+from bmsparse.spgemm import _FINDERS, _merged, _product, rowdense, rowmerge, slices, tasks
 from bmsparse.spgemm.count import bool_product
 from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
 
@@ -121,7 +121,8 @@ def test_units(nbrows, nbcols, want, monkeypatch):
 def test_twin_through_spgemm_stages_matches_scipy():
     a_csr, b_csr = random_csr(60, 80, 0.08, seed=3), random_csr(80, 40, 0.08, seed=4)
     a, b = BitmapMatrix(a_csr), BitmapMatrix(b_csr)
-    c = _merged(a, b, get_semiring("plus_times"), np.dtype(np.float64), True, None, 16)
+    c = _merged(a, b, get_semiring("plus_times"), np.dtype(np.float64), True, None, 16,
+                _FINDERS["merge"])
     assert_same_csr(c.to_scipy(), scipy_product(a_csr, b_csr))
 
 
@@ -201,7 +202,7 @@ def test_over_free_memory_falls_back_to_the_task_list(monkeypatch):
     monkeypatch.setattr(tasks, "UNCHECKED_BYTES", 0)
     monkeypatch.setattr(slices, "free_memory", lambda xp: (lambda: 1))
     pt = get_semiring("plus_times")
-    assert _merged(a, a, pt, np.dtype(np.float64), True, None, 16) is None
+    assert _merged(a, a, pt, np.dtype(np.float64), True, None, 16, _FINDERS["merge"]) is None
     assert_same_csr(spgemm(a, a).to_scipy(), scipy_product(a.to_scipy(), a.to_scipy()))
 
 
@@ -231,11 +232,10 @@ def test_out_of_memory_in_the_multiply_falls_back(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("find", [rowmerge.merge, rowdense.accumulate],
-                         ids=["merge", "dense"])
+@pytest.mark.parametrize("path", ["merge", "dense", "scalar"])
 @pytest.mark.parametrize("name", ["plus_times", "min_plus", "plus_pair", "lor_land",
                                   "any_pair"])
-def test_semirings_identical_to_the_task_list(name, find):
+def test_semirings_identical_to_the_task_list(name, path):
     a = BitmapMatrix(random_csr(120, 90, 0.06, seed=8)).to_device()
     b = BitmapMatrix(random_csr(90, 110, 0.06, seed=9)).to_device()
     sr = get_semiring(name)
@@ -243,7 +243,7 @@ def test_semirings_identical_to_the_task_list(name, find):
                      else np.float64)
     if sr.reads_values:
         a, b = a.astype(dtype), b.astype(dtype)
-    got = _merged(a, b, sr, dtype, False, None, 0, find)
+    got = _merged(a, b, sr, dtype, False, None, 0, _FINDERS[path])
     want = _product(a, b, sr, dtype, None, False, False, None)
     for field in ("keys", "bitmaps", "offsets"):
         np.testing.assert_array_equal(getattr(got, field).get(), getattr(want, field).get())

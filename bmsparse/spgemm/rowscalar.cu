@@ -16,14 +16,15 @@
 // - bmsparse_rowscalar_blocks: the same accumulation, then C's keys,
 //   bitmaps and value offsets of the unit in column order, placed by `scan`;
 //   c_ptr is written as zeros (no pairs).
-// - bmsparse_rowscalar_values: warp r of the thread block takes row 8i + r
-//   of C. It walks the row's A entries in ascending inner index j; for each,
-//   its lanes take B's row j (distinct columns: no two lanes meet one value)
-//   and add their terms into C's values in place, at the value's position
-//   found from C's bitmaps through a per-unit map column -> block in shared
-//   memory. __syncwarp between two entries orders the adds, so every value
-//   is summed in ascending j, the order of multiply.cu and of scipy: C is bit
-//   for bit the one of the other paths.
+// - bmsparse_rowscalar_values: the unit's rows of C are cut into items (a
+//   row, or a range of block columns of a row holding more than an eighth
+//   of the unit's terms), which its warps take in turn. A warp walks its
+//   row's A entries in ascending inner index j, 32 terms at a time, and adds
+//   them into C's values (in shared memory when the unit's fit), at each
+//   value's position found from per-unit maps column -> bitmap, offset in
+//   shared memory. Lanes meeting one value add in lane order and __syncwarp
+//   orders the batches, so every value is summed in ascending j, the order
+//   of multiply.cu and of scipy: C is bit for bit the one of the other paths.
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
@@ -44,14 +45,17 @@
 //                                       read when !S::reads_values)
 //   T         b_values[b_nnz]         - B's values in CSR order (likewise)
 //   long long c_nblocks
+//   long long capacity                - values of a unit summed in shared memory
+//                                       (even); a unit with more sums in c_values
 //   T         c_values[c_nnz]         - out: values of C
 //   unsigned long long zero_values[1], zero_flag[1] - as multiply.cu
-// Launch: BMSPARSE_ROWDENSE_THREADS (256: 8 warps, one per row of a unit)
-// threads per thread block, any number of thread blocks (each loops over the
-// units u = blockIdx.x + s * gridDim.x).
+// Launch: BMSPARSE_ROWDENSE_THREADS (256: 8 warps) threads per thread block,
+// any number of thread blocks (each loops over the units
+// u = blockIdx.x + s * gridDim.x); the values kernel with
+// (2 * 256 + capacity) * sizeof(T) + 12 * span bytes of dynamic shared memory.
 // Work: per unit, O(multiplies + span / threads) in the count and blocks;
-// O(A blocks of the row + multiplies) per warp in the values, a hub row being
-// one warp's chain of its A entries.
+// in the values, per item O(A blocks of the unit + its terms / 32) steps of a
+// warp, plus two binary searches per entry in a row cut into ranges.
 // Deterministic: the accumulator is an OR; each value is summed in a fixed
 // order by one warp, no atomics on values.
 // Layout: see ../_cuda/bitmap.cuh.

@@ -512,8 +512,10 @@ class BitmapMatrix:
         out.has_sorted_indices = True
         return out
 
-    def _csr_arrays(self) -> tuple[Any, Any, Any]:
-        return convert.bitmap_to_csr(self.keys, self.bitmaps, self.offsets, self.values,
+    def _csr_arrays(self, values: bool = True) -> tuple[Any, Any, Any]:
+        """indptr, indices, data; without ``values``, data of ones (bool)."""
+        return convert.bitmap_to_csr(self.keys, self.bitmaps, self.offsets,
+                                     self.values if values else None,
                                      self.shape, self.nnz,
                                      self._row_pointer() if self.on_device else None)
 

@@ -62,3 +62,17 @@ def spy_argsort(monkeypatch, module) -> list[int]:
 
     monkeypatch.setattr(module, "stable_argsort", spy)
     return calls
+
+
+def cancelling(n: int, seed: int, density: float = 0.08,
+               extra: float = 0.02) -> sp.csr_array:
+    """A square matrix whose square has entries that cancel exactly: column
+    2 t + 1 of each row is minus column 2 t, and row 2 t + 1 equals row 2 t,
+    so entries (i, k) sum +x and -x; ``extra`` of the entries do not cancel."""
+    rng = np.random.default_rng(seed)
+    half = rng.integers(1, 5, (n, n // 2)) * (rng.random((n, n // 2)) < density)
+    dense = np.empty((n, n))
+    dense[:, 0::2], dense[:, 1::2] = half, -half
+    dense[1::2] = dense[0::2]
+    dense[rng.random((n, n)) < extra] += 1.0
+    return sp.csr_array(dense)

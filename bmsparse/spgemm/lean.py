@@ -107,7 +107,7 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
     operands = (a.offsets, a.values, b.offsets, b.values) if semiring.reads_values \
         else (null, null, null, null)
     head = (a.keys, a.bitmaps, a._row_pointer(), np.int64(nbrows), np.int64(1),
-            np.int64(span), b.keys, b.bitmaps, b._row_pointer())
+            np.int64(span), *rowmerge.block_rows(b))
     flags = (np.int64(drop_zeros),)
     need = 8 * (6 * nbrows + 1)
     while True:

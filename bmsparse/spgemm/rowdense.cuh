@@ -128,6 +128,27 @@ __device__ __forceinline__ void rd_share(long long width, long long& c0, long lo
     const long long a0 = a_ptr[i], a1 = a_ptr[i + 1]
 
 
+// unit u's sizes from its closed accumulator (`sizes` as rowdense.cu: its
+// blocks, values and `pairs`); clears the accumulator
+__device__ __forceinline__ void rd_write_sizes(u64* acc, long long span, long long n,
+                                               long long u, long long pairs,
+                                               long long* __restrict__ sizes)
+{
+    // blocks in bits 0-23 and values above them: one sum (span < 2^16)
+    long long packed = 0;
+    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+        const u64 bm = acc[c];
+        packed += (bm != 0ull) | ((long long)__popcll(bm) << 24);
+        acc[c] = 0;
+    }
+    packed = rd_block_sum(packed);  // its barriers also end the clearing
+    if (threadIdx.x == 0) {
+        sizes[u] = packed & 0xffffff;
+        sizes[n + u] = packed >> 24;
+        sizes[2 * n + u] = pairs;
+    }
+}
+
 // bmsparse_rowdense_count's pass; leaves the accumulator cleared
 __device__ __forceinline__ void rd_count_units(RD_ARGS, long long* __restrict__ sizes)
 {
@@ -142,21 +163,8 @@ __device__ __forceinline__ void rd_count_units(RD_ARGS, long long* __restrict__ 
             atomicOr(acc + k, product);
             ++useful;
         });
-        const long long pairs = rd_block_sum(useful);
         // rd_block_sum's barriers also close the accumulation
-        // blocks in bits 0-23 and values above them: one sum (span < 2^16)
-        long long packed = 0;
-        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
-            const u64 bm = acc[c];
-            packed += (bm != 0ull) | ((long long)__popcll(bm) << 24);
-            acc[c] = 0;
-        }
-        packed = rd_block_sum(packed);
-        if (threadIdx.x == 0) {
-            sizes[u] = packed & 0xffffff;
-            sizes[n + u] = packed >> 24;
-            sizes[2 * n + u] = pairs;
-        }
+        rd_write_sizes(acc, span, n, u, rd_block_sum(useful), sizes);
     }
 }
 

@@ -112,19 +112,7 @@ bmsparse_rowscalar_count(RS_ARGS, long long* __restrict__ sizes)
     __syncthreads();
     for (long long u = blockIdx.x; u < nbrows; u += gridDim.x) {
         RS_ACCUMULATE(acc, u);
-        // blocks in bits 0-23 and values above them: one sum (span < 2^16)
-        long long packed = 0;
-        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
-            const u64 bm = acc[c];
-            packed += (bm != 0ull) | ((long long)__popcll(bm) << 24);
-            acc[c] = 0;
-        }
-        packed = rd_block_sum(packed);  // its barriers also end the clearing
-        if (threadIdx.x == 0) {
-            sizes[u] = packed & 0xffffff;
-            sizes[nbrows + u] = packed >> 24;
-            sizes[2 * nbrows + u] = 0;
-        }
+        rd_write_sizes(acc, span, nbrows, u, 0, sizes);
     }
 }
 

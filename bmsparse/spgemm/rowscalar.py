@@ -91,9 +91,7 @@ def chooses(a: Any, b: Any) -> bool:
 def rows(b: Any, values: bool = True) -> tuple[Any, Any, Any]:
     """B in CSR form: indptr (int32 [k + 1]), indices (int32 [nnz]) and, with
     ``values``, data ([nnz], B's dtype; else None)."""
-    indptr, indices, data = convert.bitmap_to_csr(
-        b.keys, b.bitmaps, b.offsets, b.values if values else None, b.shape, b.nnz,
-        b._row_pointer() if get_array_module(b.keys) is not np else None)
+    indptr, indices, data = b._csr_arrays(values)
     return indptr, indices, data if values else None
 
 

@@ -10,27 +10,13 @@ import scipy.sparse as sp
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.semiring import get_semiring
 from bmsparse.spgemm import lean, rowdense, rowscalar, strategy
-from tests.helpers import assert_same_csr, random_csr, scipy_product
+from tests.helpers import assert_same_csr, cancelling, random_csr, scipy_product
 
 
 @pytest.fixture(autouse=True)
 def without_scalar_rows(monkeypatch):
     """Products here leave the lean path for the dense one, not the scalar rows."""
     monkeypatch.setattr(rowscalar, "MAX_ENTRIES_PER_BLOCK", -1)
-
-
-def cancelling(n: int, seed: int) -> sp.csr_array:
-    """A square matrix whose square has entries that cancel exactly: column
-    2 t + 1 of each row is minus column 2 t, and row 2 t + 1 equals row 2 t,
-    so entries (i, k) sum +x and -x."""
-    rng = np.random.default_rng(seed)
-    half = rng.integers(1, 5, (n, n // 2)) * (rng.random((n, n // 2)) < 0.08)
-    dense = np.empty((n, n))
-    dense[:, 0::2], dense[:, 1::2] = half, -half
-    dense[1::2] = dense[0::2]
-    extra = rng.random((n, n)) < 0.02  # entries that do not cancel
-    dense[extra] += 1.0
-    return sp.csr_array(dense)
 
 
 def product_pair(a: BitmapMatrix, b: BitmapMatrix, monkeypatch, **kw):

@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.semiring import get_semiring
 from bmsparse.spgemm import lean, rowmerge, rowscalar, strategy
-from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
+from tests.cases import host
+from tests.helpers import assert_same_csr, cancelling, random_csr, scipy_product
 
 
 def graph(n: int, seed: int, hubs: int = 3, degree: float = 4.0) -> sp.csr_array:
@@ -29,18 +30,6 @@ def graph(n: int, seed: int, hubs: int = 3, degree: float = 4.0) -> sp.csr_array
     return a
 
 
-def cancelling(n: int, seed: int) -> sp.csr_array:
-    """Rows 2t and 2t + 1 equal, columns 2t + 1 = -columns 2t: entries of the
-    square cancel exactly, at one or two entries per block."""
-    rng = np.random.default_rng(seed)
-    half = rng.integers(1, 5, (n, n // 2)) * (rng.random((n, n // 2)) < 0.03)
-    dense = np.empty((n, n))
-    dense[:, 0::2], dense[:, 1::2] = half, -half
-    dense[1::2] = dense[0::2]
-    dense[rng.random((n, n)) < 0.01] += 1.0
-    return sp.csr_array(dense)
-
-
 def by_rows(a: BitmapMatrix, b: BitmapMatrix, semiring: str = "plus_times",
             dtype=np.float64) -> tuple[rowmerge.Merged, np.ndarray, np.ndarray]:
     """C's blocks and values by this path's stages (GPU or twins)."""
@@ -49,10 +38,6 @@ def by_rows(a: BitmapMatrix, b: BitmapMatrix, semiring: str = "plus_times",
     merged = rowscalar.accumulate(a, b_rows, b.shape[1])
     values, zeros = rowscalar.multiply(a, b_rows, b.shape[1], merged, sr, np.dtype(dtype))
     return merged, values, zeros
-
-
-def host(x):
-    return x.get() if hasattr(x, "get") else x
 
 
 # --- the twins, in CI ---------------------------------------------------------
@@ -155,7 +140,7 @@ def test_hub_rows_match_the_dense_path(n, hubs, monkeypatch):
 @pytest.mark.parametrize("keep_zeros", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128, np.int64])
 def test_cancellations_are_compacted(dtype, keep_zeros, monkeypatch):
-    a_csr = cancelling(300, seed=3).astype(dtype)
+    a_csr = cancelling(300, seed=3, density=0.03, extra=0.01).astype(dtype)
     a = BitmapMatrix(a_csr).to_device()
     gpu_path(monkeypatch)
     assert strategy(a, a) == "scalar"
@@ -194,8 +179,7 @@ def test_timings_and_empty_rows(monkeypatch):
     # rows of A with no entry, rows of B with none, and a block row of C empty
     a_csr = sp.csr_array((np.arange(1.0, 5.0), ([0, 3, 17, 40], [5, 9, 30, 2])), shape=(48, 40))
     b_csr = sp.csr_array((np.arange(1.0, 4.0), ([5, 9, 2], [1, 33, 39])), shape=(40, 44))
-    a, b = (to_device(BitmapMatrix(m), np) for m in (a_csr, b_csr))
-    a, b = a.to_device(), b.to_device()
+    a, b = BitmapMatrix(a_csr).to_device(), BitmapMatrix(b_csr).to_device()
     gpu_path(monkeypatch)
     assert strategy(a, b) == "scalar"
     timings = {}

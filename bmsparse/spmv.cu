@@ -23,7 +23,7 @@
 //      segment starts at lane 0 (leading, or the whole warp), else slot 1
 //      (trailing), and counts its arrival at count[w0 * k + j]. The warp of
 //      the last of the w1 - w0 + 1 pieces to arrive (threadfence reduction:
-//      write, __threadfence, atomicAdd) sums them: piece 0 is w0's slot (0
+//      write, __threadfence, atomicAdd) zeroes the count and sums them: piece 0 is w0's slot (0
 //      if the group starts at lane 0, else 1), piece i > 0 slot 0 of warp
 //      w0 + i; lane l adds pieces l, l + 32, ... in order, then lane l < d
 //      adds lane l + d's sum for d = 16, 8, 4, 2, 1, and lane 0 writes the
@@ -48,9 +48,9 @@
 //                                     spanning warps, nwarps = ceil(nblocks / 32);
 //                                     element r of slot s of warp w, column j at
 //                                     ((w * k + j) * 2 + s) * 8 + r
-//   unsigned  count[nwarps * k]     - scratch, zero on entry: pieces arrived of the
-//                                     group spanning warps from warp w0, column j,
-//                                     at w0 * k + j
+//   unsigned  count[nwarps * k]     - scratch, zero on entry and on exit: pieces
+//                                     arrived of the group spanning warps from
+//                                     warp w0, column j, at w0 * k + j
 //
 // Launch: max(32 * nwarps, ngroups) * k threads, 1-D grid, warp number
 // w * k + j (so the k warps reading the same 32 blocks are neighbours);
@@ -186,6 +186,9 @@ __device__ __forceinline__ void combine_and_store(
             // the last of the group's pieces to arrive has its warp sum them
             __threadfence();
             last = atomicAdd(count + w0 * k + j, 1u) == (unsigned int)(w1 - w0);
+            // nothing counts there again in this launch: zero for the next
+            // one, so that a kept scratch needs no memset
+            if (last) count[w0 * k + j] = 0u;
         }
     }
     unsigned int lasts = __ballot_sync(BMSPARSE_FULL_WARP, last);

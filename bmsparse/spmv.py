@@ -63,7 +63,9 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
     -----
     O(k * (nnz + nblocks + m + n)) work, O(k * nblocks / 2) temporary values; no
     sync. The first call with ``transpose`` sorts the block columns once
-    (O(nblocks)) and keeps the permutation with ``a``. Deterministic: every
+    (O(nblocks)) and keeps the permutation with ``a``; for a vector the
+    temporary values are kept with ``a`` too (one set per stream and dtype),
+    which saves an allocation and a memset per call. Deterministic: every
     output is summed in a fixed order, which depends only on ``a``'s block
     structure (each block in bit order, a fixed tree over its block row's
     blocks within each warp of 32 blocks, then those pieces in warp order),
@@ -93,11 +95,14 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
     shape = a.shape[::-1] if transpose else a.shape
     if x.shape[0] != shape[1]:
         raise matmul_mismatch(shape, x.shape)
-    dtype = upcast(a.dtype, x.dtype)
+    dtype = a.dtype if a.dtype == x.dtype else upcast(a.dtype, x.dtype)
     # bool @ bool counts in int64 and compares with 0: a Boolean product
     compute = np.dtype(np.int64) if dtype == np.bool_ else dtype
-    values = None if a.dtype == np.bool_ else a.values.astype(compute, copy=False)
-    x = x.astype(compute, copy=False)
+    values = None if a.dtype == np.bool_ else a.values
+    if values is not None and values.dtype != compute:
+        values = values.astype(compute)
+    if x.dtype != compute:
+        x = x.astype(compute)
     if transpose:
         order, ptr = column_pointer(a)
     else:
@@ -108,7 +113,8 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
         y = np.ascontiguousarray(y.T) if out_transposed else y
         y = y.reshape(-1) if x.ndim == 1 else y
     else:  # a vector stays 1-D: a reshaped view costs microseconds on the GPU
-        y = _spmv_cuda(*args, x, shape[0], out_transposed)
+        scratch = _kept_scratch(a, transpose, x) if x.ndim == 1 else None
+        y = _spmv_cuda(*args, x, shape[0], out_transposed, scratch)
     return y.astype(dtype) if dtype == np.bool_ else y
 
 
@@ -121,6 +127,33 @@ def column_pointer(a: Any) -> tuple[Any, Any]:
     """``a``'s column-major block order and its block-column pointer
     (int64 [nblocks], int64 [nbcols + 1]), computed once and kept with it."""
     return a._column_pointer()
+
+
+def _scratch_bytes(nblocks: int, k: int, dtype: np.dtype) -> tuple[int, int]:
+    """Bytes of the kernel's scratch for ``k`` columns, and where its
+    partial sums start: a counter per warp and column, then two slots of 8
+    partial sums per warp and column (its leading and trailing block row)."""
+    nwarps = -(-nblocks // WARP)
+    head = -(-(nwarps * k * 4) // 16) * 16
+    return head + nwarps * k * 2 * BLOCK * dtype.itemsize, head
+
+
+def _kept_scratch(a: Any, transpose: bool, x: Any) -> Any:
+    """The scratch of ``a @ x`` (``a.T @ x``) for a vector ``x``, kept with
+    ``a`` per dtype and stream: its counters are zeroed once, and every
+    launch leaves them zero. One per stream, as launches on one stream
+    cannot overlap and on two streams could."""
+    import cupy
+
+    key = ("spmv_scratch", transpose, x.dtype.char, cupy.cuda.get_current_stream().ptr)
+    scratch = a._cache.get(key)
+    if scratch is None:
+        size, head = _scratch_bytes(a.keys.shape[0], 1, x.dtype)
+        scratch = cupy.cuda.alloc(size)
+        if head:
+            scratch.memset_async(0, head)
+        a._cache[key] = scratch
+    return scratch
 
 
 def _strides(x: Any) -> tuple[Any, int, int, int]:
@@ -138,13 +171,15 @@ def _strides(x: Any) -> tuple[Any, int, int, int]:
     return cupy.ascontiguousarray(x), k, 1, k
 
 
-def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transposed):
-    """Y (C-ordered; 1-D for a vector ``x``) on the GPU."""
+def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transposed,
+               scratch=None):
+    """Y (C-ordered; 1-D for a vector ``x``) on the GPU; ``scratch`` from
+    :func:`_kept_scratch`, or None for one made for the call."""
     import cupy
 
     base, x_rs, x_cs, k = _strides(x)
     if x.ndim == 1:
-        y = cupy.empty(nout, dtype=x.dtype)
+        y = _kernels.device_empty(nout, x.dtype)
         y_rs, y_cs = 1, 0
     elif out_transposed:
         y = cupy.empty((k, nout), dtype=x.dtype)
@@ -154,14 +189,11 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
         y_rs, y_cs = k, 1
     nblocks = keys.shape[0]
     nwarps = -(-nblocks // WARP)
-    # one raw allocation (an ndarray costs microseconds): a counter per warp
-    # and column, zeroed, then two slots of 8 partial sums per warp and
-    # column, its leading and trailing block row
-    counted = nwarps * k * 4
-    head = -(-counted // 16) * 16
-    scratch = cupy.cuda.alloc(head + nwarps * k * 2 * BLOCK * x.dtype.itemsize)
-    if counted:
-        scratch.memset_async(0, counted)
+    size, head = _scratch_bytes(nblocks, k, x.dtype)
+    if scratch is None:  # one raw allocation: an ndarray costs microseconds
+        scratch = cupy.cuda.alloc(size)
+        if head:
+            scratch.memset_async(0, head)
     values = _NULL if values is None else values
     # a vector in and out: the kernel whose index arithmetic is constant
     unit = "_unit" if k == 1 and x_rs == 1 and y_rs == 1 else ""

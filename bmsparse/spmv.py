@@ -22,10 +22,16 @@ from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, block_cols_of, block_rows_o
 from ._sputils import get_array_module, matmul_mismatch, upcast
 
 _KERNELS = "spmv.cu"
-_kernels.register(_KERNELS, {name: ("T",) for name in (
-    "bmsparse_spmv_rows", "bmsparse_spmv_rows_unit", "bmsparse_spmv_cols",
-    "bmsparse_spmv_cols_unit")})
+_DENSE_KERNELS = "spmv_dense.cu"  # the same kernels for dense blocks, named ..._dense
+for _path, _suffix in ((_KERNELS, ""), (_DENSE_KERNELS, "_dense")):
+    _kernels.register(_path, {f"bmsparse_spmv_{order}{unit}{_suffix}": ("T",)
+                              for order in ("rows", "cols") for unit in ("", "_unit")})
 _THREADS = 256  # BMSPARSE_SPMV_THREADS
+#: mean entries per block from which a block's partial sums are taken row by
+#: row in registers (the ``_dense`` kernels) rather than bit by bit through
+#: shared memory; both sum in the same order. Measured (H100, GPU time):
+#: bcsstk33 (22 a block) 15 -> 11 us, the surrogate (5.7) 54 -> 60 us
+DENSE_ENTRIES = 12
 WARP = 32
 _NULL = np.uint64(0)  # a null pointer argument
 
@@ -114,8 +120,16 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
         y = y.reshape(-1) if x.ndim == 1 else y
     else:  # a vector stays 1-D: a reshaped view costs microseconds on the GPU
         scratch = _kept_scratch(a, transpose, x) if x.ndim == 1 else None
-        y = _spmv_cuda(*args, x, shape[0], out_transposed, scratch)
+        y = _spmv_cuda(*args, x, shape[0], out_transposed, scratch, dense_blocks(a))
     return y.astype(dtype) if dtype == np.bool_ else y
+
+
+def dense_blocks(a: Any) -> bool:
+    """True when ``a`` holds at least ``DENSE_ENTRIES`` entries per block on
+    average: the GPU takes its blocks' partial sums by spmv_dense.cu. False
+    for a pattern matrix whose nnz is not known yet (counting is a sync)."""
+    nnz = a._block_source()._nnz
+    return nnz is not None and nnz >= DENSE_ENTRIES * a.keys.shape[0]
 
 
 def row_pointer(a: Any) -> Any:
@@ -172,9 +186,10 @@ def _strides(x: Any) -> tuple[Any, int, int, int]:
 
 
 def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transposed,
-               scratch=None):
+               scratch=None, dense=False):
     """Y (C-ordered; 1-D for a vector ``x``) on the GPU; ``scratch`` from
-    :func:`_kept_scratch`, or None for one made for the call."""
+    :func:`_kept_scratch`, or None for one made for the call; ``dense``:
+    by the kernels of spmv_dense.cu (the same sums)."""
     import cupy
 
     base, x_rs, x_cs, k = _strides(x)
@@ -194,14 +209,15 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
         scratch = cupy.cuda.alloc(size)
         if head:
             scratch.memset_async(0, head)
-    values = _NULL if values is None else values
     # a vector in and out: the kernel whose index arithmetic is constant
     unit = "_unit" if k == 1 and x_rs == 1 and y_rs == 1 else ""
+    name = ("bmsparse_spmv_rows" if order is None else "bmsparse_spmv_cols") + unit \
+        + ("_dense" if dense else "")
+    kernel = _kernels.get_kernel(_DENSE_KERNELS if dense else _KERNELS, name, T=x.dtype)
+    values = _NULL if values is None else values
     if order is None:
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_rows" + unit, T=x.dtype)
         args = (keys, bitmaps, offsets, values, ptr)
     else:
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_spmv_cols" + unit, T=x.dtype)
         args = (keys, bitmaps, offsets, values, order, ptr)
     i64 = np.int64
     carry, count = np.uint64(scratch.ptr + head), np.uint64(scratch.ptr)
@@ -212,7 +228,8 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
                 i64(y_rs), i64(y_cs), carry, count)
     # every array is the matrix's own, contiguous base or new: no cast step
     _kernels.launch(kernel, max(nwarps * WARP, ptr.shape[0] - 1) * k, args, block=_THREADS,
-                    shared_mem=2 * BLOCK * _THREADS * x.dtype.itemsize, cast=False)
+                    shared_mem=0 if dense else 2 * BLOCK * _THREADS * x.dtype.itemsize,
+                    cast=False)
     return y
 
 

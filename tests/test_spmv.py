@@ -342,12 +342,13 @@ def test_numpy_twin_sums_in_kernel_order(case, transposed, dtype, k):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dense", [False, True])  # spmv.cu's kernels or spmv_dense.cu's
 @pytest.mark.parametrize("out_transposed", [False, True])
 @pytest.mark.parametrize("k", [0, 1, 3])  # 0: a 1-D vector
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
 @pytest.mark.parametrize("case", [*WARP_CASES, "dense", "zero-nnz"])
-def test_stage_cuda_equals_numpy(case, dtype, transposed, k, out_transposed):
+def test_stage_cuda_equals_numpy(case, dtype, transposed, k, out_transposed, dense):
     import cupy
 
     a = BitmapMatrix(named(case, dtype) if case in ("dense", "zero-nnz")
@@ -357,7 +358,8 @@ def test_stage_cuda_equals_numpy(case, dtype, transposed, k, out_transposed):
     want = spmv_module._spmv_numpy(*stage_args(a, transposed, x))
     if k == 0:
         x, want = x[:, 0], want[:, 0]
-    got = spmv_module._spmv_cuda(*stage_args(d, transposed, cupy.asarray(x)), out_transposed)
+    got = spmv_module._spmv_cuda(*stage_args(d, transposed, cupy.asarray(x)), out_transposed,
+                                 dense=dense)
     # the same summation order: equal bit for bit
     assert got.ndim == x.ndim
     np.testing.assert_array_equal(got.get().T if out_transposed else got.get(), want)
@@ -414,9 +416,46 @@ def test_kept_scratch_is_one_per_stream_and_dtype():
     assert {key[3] for key in kept} == {cupy.cuda.get_current_stream().ptr, stream.ptr}
 
 
+@pytest.fixture(params=["bits", "rows"])
+def partials(request, monkeypatch):
+    """How the GPU takes a block's partial sums, whatever its entries per
+    block: bit by bit in shared memory (spmv.cu) or row by row in registers
+    (spmv_dense.cu)."""
+    monkeypatch.setattr(spmv_module, "DENSE_ENTRIES", 0 if request.param == "rows" else np.inf)
+    return request.param
+
+
+def test_dense_kernels_are_chosen_by_entries_per_block():
+    dense = BitmapMatrix(named("dense", "float64"))
+    assert dense.nnz >= spmv_module.DENSE_ENTRIES * dense.nblocks
+    assert spmv_module.dense_blocks(dense)
+    assert spmv_module.dense_blocks(dense.T)
+    sparse = BitmapMatrix(warp_matrix("hub", "float64"))
+    assert sparse.nnz < spmv_module.DENSE_ENTRIES * sparse.nblocks
+    assert not spmv_module.dense_blocks(sparse)
+    pattern = BitmapMatrix(named("dense", "bool"))
+    pattern._nnz = None  # as after an operation that did not count its entries
+    assert not spmv_module.dense_blocks(pattern)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [0, 2])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dtype", ["bool", "float32", "complex128"])
+@pytest.mark.parametrize("case", ["hub", "mid-warp-64", "empty-rows"])
+def test_both_partials_against_scipy(case, dtype, transposed, k, partials):
+    import cupy
+
+    a = warp_matrix(case, dtype, seed=7, transposed=transposed)
+    want_a = a.T if transposed else a
+    x = dense_operand(cupy, (want_a.shape[1], k) if k else want_a.shape[1], dtype, seed=22)
+    got = ours(a, cupy).T @ x if transposed else ours(a, cupy) @ x
+    assert_dense_close(got, want_a @ host(x), dtype)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("transposed", [False, True])
-def test_cuda_equals_numpy_bitwise_on_hubs(transposed):
+def test_cuda_equals_numpy_bitwise_on_hubs(transposed, partials):
     import cupy
 
     # power-law rows and columns: hub block columns of dozens of blocks

@@ -1,0 +1,318 @@
+// spmv.cuh - the device functions of spmv.cu, shared with spmv_dense.cu,
+// whose kernels take a block's partial sums in registers instead (one module
+// each, so that a program multiplying only sparse blocks by vectors does not
+// compile the dense kernels' unrolled walks).
+// Arguments, steps and layout: see spmv.cu.
+#pragma once
+#include "_cuda/bitmap.cuh"
+
+#ifndef BMSPARSE_SPMV_THREADS
+#define BMSPARSE_SPMV_THREADS 256
+#endif
+
+#define BMSPARSE_FULL_WARP 0xffffffffu
+
+// f applied to each real part of x (re and im of a complex value): the warp
+// shuffles and __ldcg take scalars only
+template <typename T, typename F>
+__device__ __forceinline__ T by_parts(T x, F f) {
+    return f(x);
+}
+
+template <typename R, typename F>
+__device__ __forceinline__ bm_complex<R> by_parts(bm_complex<R> x, F f) {
+    return bm_complex<R>(f(x.re), f(x.im));
+}
+
+template <typename T>
+__device__ __forceinline__ T shfl_up(T x, int d) {
+    return by_parts(x, [d](auto v) { return __shfl_up_sync(BMSPARSE_FULL_WARP, v, d); });
+}
+
+template <typename T>
+__device__ __forceinline__ T shfl_down(T x, int d) {
+    return by_parts(x, [d](auto v) { return __shfl_down_sync(BMSPARSE_FULL_WARP, v, d); });
+}
+
+// A load from L2, past this SM's L1: another SM wrote the value. Its parts
+// are read where they lie (by_parts would take a copy).
+template <typename T>
+__device__ __forceinline__ T load_cg(const T* p) {
+    return __ldcg(p);
+}
+
+template <typename R>
+__device__ __forceinline__ bm_complex<R> load_cg(const bm_complex<R>* p) {
+    return bm_complex<R>(__ldcg(&p->re), __ldcg(&p->im));
+}
+
+// Y's rows row0 .. row0 + 7 (those below nout) of one column, yj[i * y_rs].
+template <typename T>
+__device__ __forceinline__ void store_outputs(const T (&s)[8], long long row0, long long nout,
+                                              T* __restrict__ yj, long long y_rs)
+{
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        if (row0 + r < nout) yj[(row0 + r) * y_rs] = s[r];
+    }
+}
+
+// The pieces of a group spanning warps, summed by the whole warp into lane
+// 0's s: piece 0 is the first warp's slot (0 if the group starts at its lane
+// 0, else 1), piece i > 0 slot 0 of warp w0 + i. Lane l sums pieces l,
+// l + 32, ... in order, then the lanes' sums are added by halving (lane l
+// takes lane l + d's, d = 16, 8, 4, 2, 1).
+template <typename T>
+__device__ __forceinline__ void sum_pieces(T (&s)[8], long long start, long long end,
+                                           long long j, long long k, const T* __restrict__ carry)
+{
+    const int lane = (int)(threadIdx.x & 31u);
+    const long long w0 = start >> 5, npieces = ((end - 1) >> 5) - w0 + 1;
+#pragma unroll
+    for (int r = 0; r < 8; ++r) s[r] = T(0);
+    for (long long i = lane; i < npieces; i += 32) {
+        const int slot = i == 0 && (start & 31) ? 1 : 0;
+        const T* piece = carry + (((w0 + i) * k + j) * 2 + slot) * 8;
+#pragma unroll
+        for (int r = 0; r < 8; ++r) s[r] += load_cg(piece + r);
+    }
+    for (int d = 16; d > 0; d >>= 1) {
+#pragma unroll
+        for (int r = 0; r < 8; ++r) s[r] = s[r] + shfl_down(s[r], d);
+    }
+}
+
+// Steps 2 and 3 for one warp, every lane present: `group` is the lane's block
+// row (column), or -1 past the end of the block list.
+template <typename T>
+__device__ __forceinline__ void combine_and_store(
+    T (&acc)[8], long long group, const long long* __restrict__ ptr,
+    long long w, long long j, long long k, long long nout,
+    T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry,
+    unsigned int* __restrict__ count)
+{
+    const int lane = (int)(threadIdx.x & 31u);
+    const long long prev = __shfl_up_sync(BMSPARSE_FULL_WARP, group, 1);
+    const long long next = __shfl_down_sync(BMSPARSE_FULL_WARP, group, 1);
+    const unsigned int heads = __ballot_sync(BMSPARSE_FULL_WARP, lane == 0 || prev != group);
+    // the highest head at or below this lane (lane 0 is always a head)
+    const unsigned int at_or_below = lane == 31 ? BMSPARSE_FULL_WARP : (2u << lane) - 1u;
+    const int first = 31 - __clz((int)(heads & at_or_below));
+    for (int d = 1; d < 32; d <<= 1) {
+        const bool add = lane - first >= d;
+        // no lane adds at this distance: none will at a larger one
+        if (!__any_sync(BMSPARSE_FULL_WARP, add)) break;
+#pragma unroll
+        for (int r = 0; r < 8; ++r) {
+            const T left = shfl_up(acc[r], d);
+            if (add) acc[r] = left + acc[r];
+        }
+    }
+    // the segment's last lane writes its group's outputs, or its piece
+    bool last = false;
+    long long start = 0, end = 0;
+    if (group >= 0 && (lane == 31 || next != group)) {
+        start = ptr[group];
+        end = ptr[group + 1];
+        const long long w0 = start >> 5, w1 = (end - 1) >> 5;
+        if (w0 == w1) {
+            store_outputs(acc, group << 3, nout, y + j * y_cs, y_rs);
+        } else {
+            T* slot = carry + ((w * k + j) * 2 + (first == 0 ? 0 : 1)) * 8;
+#pragma unroll
+            for (int r = 0; r < 8; ++r) slot[r] = acc[r];
+            // the last of the group's pieces to arrive has its warp sum them
+            __threadfence();
+            last = atomicAdd(count + w0 * k + j, 1u) == (unsigned int)(w1 - w0);
+            // nothing counts there again in this launch: zero for the next
+            // one, so that a kept scratch needs no memset
+            if (last) count[w0 * k + j] = 0u;
+        }
+    }
+    unsigned int lasts = __ballot_sync(BMSPARSE_FULL_WARP, last);
+    if (!lasts) return;
+    // the counting lane's fence, then __syncwarp (which orders memory among
+    // the warp's lanes): every lane reads the pieces after the last write
+    __threadfence();
+    __syncwarp();
+    while (lasts) {  // at most two: the warp's leading and trailing segments
+        const int owner = __ffs(lasts) - 1;
+        lasts &= lasts - 1u;
+        const long long g = __shfl_sync(BMSPARSE_FULL_WARP, group, owner);
+        const long long g_start = __shfl_sync(BMSPARSE_FULL_WARP, start, owner);
+        const long long g_end = __shfl_sync(BMSPARSE_FULL_WARP, end, owner);
+        sum_pieces(acc, g_start, g_end, j, k, carry);
+        if (lane == 0) store_outputs(acc, g << 3, nout, y + j * y_cs, y_rs);
+    }
+}
+
+// Step 4 for thread `tid`: the outputs of an empty group are 0 (no lane has
+// its segment).
+template <typename T>
+__device__ __forceinline__ void zero_empty_group(
+    long long tid, const long long* __restrict__ ptr, long long k, long long nout,
+    T* __restrict__ y, long long y_rs, long long y_cs)
+{
+    const long long ngroups = (nout + 7) >> 3;
+    if (tid >= ngroups * k) return;
+    const long long j = k == 1 ? 0 : tid / ngroups;  // a 64-bit division is long
+    const long long g = tid - j * ngroups;
+    if (ptr[g] != ptr[g + 1]) return;
+    const T zeros[8] = {};
+    store_outputs(zeros, g << 3, nout, y + j * y_cs, y_rs);
+}
+
+// Step 1: acc[o] = sum of A(r, c) * xb[i * xs] over the block's bits in bit
+// order, o = r and i = c (rows) or o = c and i = r (cols); the values at vb
+// (null: every value is 1). The block's x entries and up to 8 values at a time
+// are loaded together before any is used. Shared memory holds the entries
+// and the sums (this thread's 8 of each at sx[e * stride], sacc[e * stride]):
+// a bit's position indexes them, and registers cannot be indexed at run time.
+template <typename T, bool Cols>
+__device__ __forceinline__ void block_partials(
+    T (&acc)[8], u64 bitmap, const T* __restrict__ vb, const T* __restrict__ xb, long long xs,
+    T* __restrict__ sx, T* __restrict__ sacc, int stride)
+{
+    const unsigned int used = Cols ? nonempty_rows(bitmap) : nonempty_cols(bitmap);
+    T xe[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) xe[e] = ((used >> e) & 1u) ? xb[e * xs] : T(0);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        sx[e * stride] = xe[e];
+        sacc[e * stride] = T(0);
+    }
+    const int n = __popcll(bitmap);
+    u64 bits = bitmap;
+    for (int base = 0; base < n; base += 8) {
+        T a[8];
+#pragma unroll
+        for (int t = 0; t < 8; ++t) a[t] = base + t < n ? (vb ? vb[base + t] : T(1)) : T(0);
+#pragma unroll
+        for (int t = 0; t < 8; ++t) {
+            if (bits) {
+                const int bit = __ffsll((long long)bits) - 1;
+                bits &= bits - 1ull;
+                const int o = Cols ? (bit & 7) : (bit >> 3);
+                const int i = Cols ? (bit >> 3) : (bit & 7);
+                sacc[o * stride] += a[t] * sx[i * stride];
+            }
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < 8; ++o) acc[o] = sacc[o * stride];
+}
+
+// Step 1 as block_partials, for dense blocks: the walk goes row by row with
+// r and c known at compile time, so the sums and the x entries stay in
+// registers and a row's values are loaded together before any is used. The
+// same sums in the same order (each in bit order); faster where blocks hold
+// many entries (bcsstk33, 22 a block: 15 -> 11 us), slower where they hold few,
+// whose rows the unrolled walk mostly skips.
+template <typename T, bool Cols>
+__device__ __forceinline__ void dense_block_partials(
+    T (&acc)[8], u64 bitmap, const T* __restrict__ vb, const T* __restrict__ xb, long long xs)
+{
+    const unsigned int used = Cols ? nonempty_rows(bitmap) : nonempty_cols(bitmap);
+    T xe[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) xe[e] = ((used >> e) & 1u) ? xb[e * xs] : T(0);
+    int v = 0;  // the row's first value
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        const unsigned int bits = (unsigned int)(bitmap >> (8 * r)) & 0xffu;
+        if (!bits) continue;
+        T a[8];
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            a[c] = ((bits >> c) & 1u) ? (vb ? vb[v + __popc(bits & ((1u << c) - 1u))] : T(1))
+                                      : T(0);
+        }
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+            if ((bits >> c) & 1u) {
+                if (Cols) acc[c] += a[c] * xe[r];
+                else acc[r] += a[c] * xe[c];
+            }
+        }
+        v += __popc(bits);
+    }
+}
+
+// The whole kernel. Unit: a vector in and out (k == 1, x_rs == y_rs == 1),
+// so that the index arithmetic folds to constants. Dense: step 1 by
+// dense_block_partials, without shared memory.
+template <typename T, bool Cols, bool Unit, bool Dense>
+__device__ __forceinline__ void spmv(
+    const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
+    const long long* __restrict__ offsets, const T* __restrict__ values,
+    const long long* __restrict__ order, const long long* __restrict__ ptr, long long nblocks,
+    const T* __restrict__ x, long long x_rs, long long x_cs, long long k,
+    long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry,
+    unsigned int* __restrict__ count)
+{
+    if (Unit) {
+        k = 1;
+        x_rs = y_rs = 1;
+        x_cs = y_cs = 0;
+    }
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    zero_empty_group(tid, ptr, k, nout, y, y_rs, y_cs);
+    const long long warp = tid >> 5;
+    const long long nwarps = (nblocks + 31) >> 5;
+    if (warp >= nwarps * k) return;  // whole warps leave together
+    const long long w = k == 1 ? warp : warp / k;
+    const long long j = warp - w * k;
+    const long long p = (w << 5) | (threadIdx.x & 31u);
+    T acc[8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) acc[r] = T(0);
+    long long group = -1;
+    if (p < nblocks) {
+        const long long q = Cols ? order[p] : p;
+        const u64 key = keys[q];
+        const u64 bitmap = bitmaps[q];
+        const long long v = offsets[q];
+        const T* vb = values ? values + v : nullptr;
+        const T* xj = x + j * x_cs;
+        const long long in0 = (long long)(Cols ? block_row(key) : block_col(key)) << 3;
+        group = Cols ? block_col(key) : block_row(key);
+        if (Dense) {
+            dense_block_partials<T, Cols>(acc, bitmap, vb, xj + in0 * x_rs, x_rs);
+        } else {
+            extern __shared__ __align__(16) unsigned char spmv_shared[];
+            T* sx = reinterpret_cast<T*>(spmv_shared) + threadIdx.x;
+            block_partials<T, Cols>(acc, bitmap, vb, xj + in0 * x_rs, x_rs, sx,
+                                    sx + 8 * blockDim.x, blockDim.x);
+        }
+    }
+    combine_and_store(acc, group, ptr, w, j, k, nout, y, y_rs, y_cs, carry, count);
+}
+
+#define BMSPARSE_SPMV_PARAMS \
+    const u64* __restrict__ keys, const u64* __restrict__ bitmaps, \
+    const long long* __restrict__ offsets, const T* __restrict__ values
+#define BMSPARSE_SPMV_TAIL \
+    const long long* __restrict__ ptr, long long nblocks, \
+    const T* __restrict__ x, long long x_rs, long long x_cs, long long k, \
+    long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry, \
+    unsigned int* __restrict__ count
+#define BMSPARSE_SPMV_ARGS \
+    ptr, nblocks, x, x_rs, x_cs, k, nout, y, y_rs, y_cs, carry, count
+// the _unit kernels take no strides and no k: each launch argument costs
+// CuPy about 0.4 us of host time
+#define BMSPARSE_SPMV_UNIT_TAIL \
+    const long long* __restrict__ ptr, long long nblocks, const T* __restrict__ x, \
+    long long nout, T* __restrict__ y, T* __restrict__ carry, unsigned int* __restrict__ count
+#define BMSPARSE_SPMV_UNIT_ARGS \
+    ptr, nblocks, x, 1, 0, 1, nout, y, 1, 0, carry, count
+
+// A kernel of the family bmsparse_spmv_{rows,cols}[_unit][_dense].
+#define BMSPARSE_SPMV_KERNEL(NAME, COLS, UNIT, DENSE, ORDER_PARAM, ORDER, TAIL, ARGS) \
+    template <typename T> \
+    __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS) NAME( \
+        BMSPARSE_SPMV_PARAMS, ORDER_PARAM TAIL) \
+    { \
+        spmv<T, COLS, UNIT, DENSE>(keys, bitmaps, offsets, values, ORDER, ARGS); \
+    }
+#define BMSPARSE_SPMV_ORDER const long long* __restrict__ order,

@@ -70,8 +70,8 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
     O(k * (nnz + nblocks + m + n)) work, O(k * nblocks / 2) temporary values; no
     sync. The first call with ``transpose`` sorts the block columns once
     (O(nblocks)) and keeps the permutation with ``a``; for a vector the
-    temporary values are kept with ``a`` too (one set per stream and dtype),
-    which saves an allocation and a memset per call. Deterministic: every
+    temporary values are kept with ``a`` too (one set per dtype, for the
+    stream last used), which saves an allocation and a memset per call. Deterministic: every
     output is summed in a fixed order, which depends only on ``a``'s block
     structure (each block in bit order, a fixed tree over its block row's
     blocks within each warp of 32 blocks, then those pieces in warp order),
@@ -128,8 +128,8 @@ def dense_blocks(a: Any) -> bool:
     """True when ``a`` holds at least ``DENSE_ENTRIES`` entries per block on
     average: the GPU takes its blocks' partial sums by spmv_dense.cu. False
     for a pattern matrix whose nnz is not known yet (counting is a sync)."""
-    nnz = a._block_source()._nnz
-    return nnz is not None and nnz >= DENSE_ENTRIES * a.keys.shape[0]
+    source = a._block_source()  # a lazy transpose has its source's blocks
+    return source._nnz is not None and source._nnz >= DENSE_ENTRIES * source.keys.shape[0]
 
 
 def row_pointer(a: Any) -> Any:
@@ -154,19 +154,31 @@ def _scratch_bytes(nblocks: int, k: int, dtype: np.dtype) -> tuple[int, int]:
 
 def _kept_scratch(a: Any, transpose: bool, x: Any) -> Any:
     """The scratch of ``a @ x`` (``a.T @ x``) for a vector ``x``, kept with
-    ``a`` per dtype and stream: its counters are zeroed once, and every
-    launch leaves them zero. One per stream, as launches on one stream
-    cannot overlap and on two streams could."""
+    ``a`` per dtype: its counters are zeroed once, and every launch leaves
+    them zero. It belongs to one stream, as launches on one stream cannot
+    overlap and on two could: on another stream a new one replaces it (the
+    old one goes back to the pool of its own stream, behind its launches)."""
     import cupy
 
-    key = ("spmv_scratch", transpose, x.dtype.char, cupy.cuda.get_current_stream().ptr)
-    scratch = a._cache.get(key)
-    if scratch is None:
-        size, head = _scratch_bytes(a.keys.shape[0], 1, x.dtype)
-        scratch = cupy.cuda.alloc(size)
-        if head:
-            scratch.memset_async(0, head)
-        a._cache[key] = scratch
+    stream = cupy.cuda.get_current_stream().ptr
+    key = ("spmv_scratch", transpose, x.dtype.char)
+    kept = a._cache.get(key)
+    if kept is not None and kept[0] == stream:
+        return kept[1]
+    scratch = _new_scratch(a.keys.shape[0], 1, x.dtype)
+    a._cache[key] = (stream, scratch)
+    return scratch
+
+
+def _new_scratch(nblocks: int, k: int, dtype: np.dtype) -> Any:
+    """Raw memory for the kernel's scratch, its counters zeroed (one
+    allocation: an ndarray costs microseconds)."""
+    import cupy
+
+    size, head = _scratch_bytes(nblocks, k, dtype)
+    scratch = cupy.cuda.alloc(size)
+    if head:
+        scratch.memset_async(0, head)
     return scratch
 
 
@@ -204,11 +216,9 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
         y_rs, y_cs = k, 1
     nblocks = keys.shape[0]
     nwarps = -(-nblocks // WARP)
-    size, head = _scratch_bytes(nblocks, k, x.dtype)
-    if scratch is None:  # one raw allocation: an ndarray costs microseconds
-        scratch = cupy.cuda.alloc(size)
-        if head:
-            scratch.memset_async(0, head)
+    head = _scratch_bytes(nblocks, k, x.dtype)[1]
+    if scratch is None:
+        scratch = _new_scratch(nblocks, k, x.dtype)
     # a vector in and out: the kernel whose index arithmetic is constant
     unit = "_unit" if k == 1 and x_rs == 1 and y_rs == 1 else ""
     name = ("bmsparse_spmv_rows" if order is None else "bmsparse_spmv_cols") + unit \

@@ -23,9 +23,9 @@
 //      segment starts at lane 0 (leading, or the whole warp), else slot 1
 //      (trailing), and counts its arrival at count[w0 * k + j]. The warp of
 //      the last of the w1 - w0 + 1 pieces to arrive (threadfence reduction:
-//      write, __threadfence, atomicAdd) zeroes the count and sums them: piece 0 is w0's slot (0
-//      if the group starts at lane 0, else 1), piece i > 0 slot 0 of warp
-//      w0 + i; lane l adds pieces l, l + 32, ... in order, then lane l < d
+//      write, __threadfence, atomicAdd) zeroes the count and sums them:
+//      piece 0 is w0's slot (0 if the group starts at lane 0, else 1), piece
+//      i > 0 slot 0 of warp w0 + i; lane l adds pieces l, l + 32, ... in order, then lane l < d
 //      adds lane l + d's sum for d = 16, 8, 4, 2, 1, and lane 0 writes the
 //      group's outputs.
 //   4. Thread t < ngroups * k (ngroups = ceil(nout / 8)), as group g = t mod

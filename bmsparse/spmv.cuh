@@ -162,6 +162,17 @@ __device__ __forceinline__ void zero_empty_group(
     store_outputs(zeros, g << 3, nout, y + j * y_cs, y_rs);
 }
 
+// The x entries a block reads, xb[e * xs] for each of its non-empty columns
+// (rows for cols) e, loaded together; 0 for the others.
+template <typename T, bool Cols>
+__device__ __forceinline__ void block_x(T (&xe)[8], u64 bitmap, const T* __restrict__ xb,
+                                        long long xs)
+{
+    const unsigned int used = Cols ? nonempty_rows(bitmap) : nonempty_cols(bitmap);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) xe[e] = ((used >> e) & 1u) ? xb[e * xs] : T(0);
+}
+
 // Step 1: acc[o] = sum of A(r, c) * xb[i * xs] over the block's bits in bit
 // order, o = r and i = c (rows) or o = c and i = r (cols); the values at vb
 // (null: every value is 1). The block's x entries and up to 8 values at a time
@@ -173,10 +184,8 @@ __device__ __forceinline__ void block_partials(
     T (&acc)[8], u64 bitmap, const T* __restrict__ vb, const T* __restrict__ xb, long long xs,
     T* __restrict__ sx, T* __restrict__ sacc, int stride)
 {
-    const unsigned int used = Cols ? nonempty_rows(bitmap) : nonempty_cols(bitmap);
     T xe[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) xe[e] = ((used >> e) & 1u) ? xb[e * xs] : T(0);
+    block_x<T, Cols>(xe, bitmap, xb, xs);
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
         sx[e * stride] = xe[e];
@@ -213,10 +222,8 @@ template <typename T, bool Cols>
 __device__ __forceinline__ void dense_block_partials(
     T (&acc)[8], u64 bitmap, const T* __restrict__ vb, const T* __restrict__ xb, long long xs)
 {
-    const unsigned int used = Cols ? nonempty_rows(bitmap) : nonempty_cols(bitmap);
     T xe[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) xe[e] = ((used >> e) & 1u) ? xb[e * xs] : T(0);
+    block_x<T, Cols>(xe, bitmap, xb, xs);
     int v = 0;  // the row's first value
 #pragma unroll
     for (int r = 0; r < 8; ++r) {

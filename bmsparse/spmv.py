@@ -71,11 +71,12 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
     sync. The first call with ``transpose`` sorts the block columns once
     (O(nblocks)) and keeps the permutation with ``a``; for a vector the
     temporary values are kept with ``a`` too (one set per dtype, for the
-    stream last used), which saves an allocation and a memset per call. Deterministic: every
-    output is summed in a fixed order, which depends only on ``a``'s block
-    structure (each block in bit order, a fixed tree over its block row's
-    blocks within each warp of 32 blocks, then those pieces in warp order),
-    not on the run; the NumPy path sums in the same order.
+    stream last used), which saves an allocation and a memset per call.
+    Deterministic: every output is summed in a fixed order, which depends
+    only on ``a``'s block structure (each block in bit order, a fixed tree
+    over its block row's blocks within each warp of 32 blocks, then those
+    pieces in warp order), not on the run; the NumPy path sums in the same
+    order.
 
     Examples
     --------

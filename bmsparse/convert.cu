@@ -328,19 +328,21 @@ __global__ void bmsparse_convert_csr_entries(
 //   long long nblocks, nbrows
 //   long long ptr[nbrows + 1]     - out: blocks of block row i are [ptr[i], ptr[i + 1])
 //   unsigned long long longest[1] - zeroed by the host; out: the most blocks in a row
-// Launch: one thread per block row (two binary searches each).
+// Launch: one thread per block row (two binary searches each), 1-D grid,
+// blocks of a multiple of 32.
 extern "C" __global__ void bmsparse_convert_row_pointer(
     const u64* __restrict__ keys, long long nblocks, long long nbrows,
     long long* __restrict__ ptr, unsigned long long* __restrict__ longest)
 {
     const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i >= nbrows) return;
-    // the first key of block row i and of i + 1; the last row ends at nblocks,
-    // since (nbrows << 32) may not fit in 64 bits
-    const long long lo = lower_bound(keys, nblocks, (u64)i << 32);
-    const long long end = i + 1 < nbrows
-        ? lo + lower_bound(keys + lo, nblocks - lo, (u64)(i + 1) << 32) : nblocks;
-    ptr[i] = lo;
-    if (i + 1 == nbrows) ptr[nbrows] = nblocks;
-    if (end > lo) atomicMax(longest, (unsigned long long)(end - lo));
-}
+    unsigned long long length = 0;
+    if (i < nbrows) {
+        // the first key of block row i and of i + 1; the last row ends at
+        // nblocks, since (nbrows << 32) may not fit in 64 bits
+        const long long lo = lower_bound(keys, nblocks, (u64)i << 32);
+        const long long end = i + 1 < nbrows
+            ? lo + lower_bound(keys + lo, nblocks - lo, (u64)(i + 1) << 32) : nblocks;
+        ptr[i] = lo;
+        if (i + 1 == nbrows) ptr[nbrows] = nblocks;
+        length = (unsigned long long)(end - lo);
+    }

@@ -465,6 +465,7 @@ def test_csr_to_bitmap_names_the_bad_argument(indptr, indices, error, match, xp)
                               (2, 3))
 
 
+
 # --- the sort of entries: one packed sort code, or two stable argsorts ---------------------
 
 
@@ -531,14 +532,22 @@ def test_coo_to_bitmap_sums_duplicates_in_input_order(shape, nduplicates, xp):
     assert host(got).tolist() == [0.0]
 
 
-@pytest.mark.parametrize("shape,density", [((0, 5), 0.0), ((7, 9), 0.0), ((50, 40), 0.1),
-                                           ((300, 20), 0.05), ((1000, 1000), 0.002)])
-def test_row_pointer_and_longest_row(shape, density, xp):
+@pytest.mark.parametrize("shape,density,hub", [
+    ((0, 5), 0.0, None), ((7, 9), 0.0, None), ((50, 40), 0.1, None),
+    ((300, 20), 0.05, None), ((1000, 1000), 0.002, None),
+    # the longest row in the first, a middle and the last (partial) warp of
+    # block rows: the GPU reduces the lengths of 32 rows before one atomic
+    ((4100, 800), 0.002, 3), ((4100, 800), 0.002, 300), ((4100, 800), 0.002, 512)])
+def test_row_pointer_and_longest_row(shape, density, hub, xp):
     a = sp.random_array(shape, density=density, format="csr", rng=3)
     if shape[0] >= 300:  # empty block rows at the start, the middle and the end
         keep = np.ones(shape[0], dtype=bool)
         keep[:16] = keep[100:180] = keep[-20:] = False
         a = sp.csr_array(sp.diags_array(keep.astype(float)) @ a)
+    if hub is not None:  # one block row holds a full row
+        a = a.tolil()
+        a[8 * hub, :] = 1.0
+        a = sp.csr_array(a)
     m = BitmapMatrix(a)
     keys = xp.asarray(m.keys)
     nbrows = -(-shape[0] // 8)

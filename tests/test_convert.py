@@ -466,6 +466,21 @@ def test_csr_to_bitmap_names_the_bad_argument(indptr, indices, error, match, xp)
 
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32])
+@pytest.mark.parametrize("fault", [None, "start", 1, 37, 299, "end"])
+def test_indptr_errors_anywhere(fault, dtype, xp):
+    # 300 rows: the GPU checks a warp of items at a time; a fault in the
+    # first, a middle or the last (partial) warp must each be reported
+    indptr = np.arange(301) * 2
+    if fault == "start":
+        indptr[0] = 1
+    elif fault == "end":
+        indptr[-1] += 1
+    elif fault is not None:
+        indptr[fault] = indptr[fault + 1] + 1  # a decrease after row fault - 1
+    errors = convert._indptr_errors(xp, xp.asarray(indptr.astype(dtype)), 600)
+    assert int(host(errors)[0]) == (0 if fault is None else convert._INDPTR_ERROR)
+
 # --- the sort of entries: one packed sort code, or two stable argsorts ---------------------
 
 

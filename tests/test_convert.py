@@ -465,7 +465,6 @@ def test_csr_to_bitmap_names_the_bad_argument(indptr, indices, error, match, xp)
                               (2, 3))
 
 
-
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32])
 @pytest.mark.parametrize("fault", [None, "start", 1, 37, 299, "end"])
 def test_indptr_errors_anywhere(fault, dtype, xp):
@@ -480,6 +479,7 @@ def test_indptr_errors_anywhere(fault, dtype, xp):
         indptr[fault] = indptr[fault + 1] + 1  # a decrease after row fault - 1
     errors = convert._indptr_errors(xp, xp.asarray(indptr.astype(dtype)), 600)
     assert int(host(errors)[0]) == (0 if fault is None else convert._INDPTR_ERROR)
+
 
 # --- the sort of entries: one packed sort code, or two stable argsorts ---------------------
 

@@ -36,6 +36,14 @@ _kernels.register(_KERNELS, {
 
 Blocks = tuple[Any, Any, Any, Any]  # keys, bitmaps, offsets, values
 
+def _kernel_index(*arrays: Any) -> tuple[np.dtype, tuple[Any, ...]]:
+    """The index dtype the kernels take for ``arrays`` (their promoted dtype
+    when it is int32 or int64, else int64) and the arrays cast to it."""
+    index = np.result_type(*(a.dtype for a in arrays))
+    index = index if index in _kernels.INDEX_DTYPES else np.dtype(np.int64)
+    return index, tuple(a.astype(index, copy=False) for a in arrays)
+
+
 def check_index(name: str, a: Any) -> None:
     """An index array must be 1-D and of an integer dtype."""
     if a.dtype.kind not in "iu":
@@ -156,9 +164,7 @@ def _place_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
     rows of its block row; one sync reads the block count and the errors.
     """
     nnz = indices.shape[0]
-    index = xp.promote_types(indptr.dtype, indices.dtype)
-    index = index if index in _kernels.INDEX_DTYPES else np.dtype(np.int64)
-    indptr, indices = indptr.astype(index, copy=False), indices.astype(index, copy=False)
+    index, (indptr, indices) = _kernel_index(indptr, indices)
     errors = _indptr_errors(xp, indptr, nnz)
     out_values = None if values is None else xp.empty(nnz, dtype=values.dtype)
     keys = xp.empty(nnz, dtype=xp.uint64)
@@ -196,10 +202,9 @@ def _indptr_errors(xp: Any, indptr: Any, nnz: int) -> Any:
     # 150-180 us of host time on an H100 host against 5-30 us of GPU time
     errors = _kernels.device_empty(1, np.int32)
     errors.data.memset_async(0, 4)
-    index = indptr.dtype if indptr.dtype in _kernels.INDEX_DTYPES else np.dtype(np.int64)
+    index, (indptr,) = _kernel_index(indptr)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_indptr_errors", I=index)
-    _kernels.launch(kernel, indptr.shape[0], (indptr.astype(index, copy=False),
-                                              indptr.shape[0] - 1, nnz, errors))
+    _kernels.launch(kernel, indptr.shape[0], (indptr, indptr.shape[0] - 1, nnz, errors))
     return errors
 
 
@@ -302,16 +307,12 @@ def _codes(xp, rows, cols, indptr, shape, col_bits, entry_bits):
     codes = xp.empty(n, dtype=xp.uint64)
     errors = xp.zeros(1, dtype=xp.int32)
     if rows is None:
-        index = xp.promote_types(indptr.dtype, cols.dtype)
-        index = index if index in _kernels.INDEX_DTYPES else np.dtype(np.int64)
-        indptr, cols = indptr.astype(index, copy=False), cols.astype(index, copy=False)
+        index, (indptr, cols) = _kernel_index(indptr, cols)
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_codes", I=index)
         _kernels.launch(kernel, n, (indptr, cols, n, shape[0], shape[1], col_bits,
                                     entry_bits, codes, errors))
     else:
-        index = xp.promote_types(rows.dtype, cols.dtype)
-        index = index if index in _kernels.INDEX_DTYPES else np.dtype(np.int64)
-        rows, cols = rows.astype(index, copy=False), cols.astype(index, copy=False)
+        index, (rows, cols) = _kernel_index(rows, cols)
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_coo_codes", I=index)
         _kernels.launch(kernel, n, (rows, cols, n, shape[0], shape[1], col_bits, entry_bits,
                                     codes, errors))

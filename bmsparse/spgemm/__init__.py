@@ -375,8 +375,10 @@ def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,
         # B's column order is kept with B: repeated masked products sort it once
         return (tasks.masked_tasks(a.keys, b.keys, mask.keys, max_bytes, b._column_order()),
                 mask.bitmaps)
+    # the block-row pointers (kept with the matrices) replace binary searches
+    pointers = (a._row_pointer(), b._row_pointer()) if a.on_device else None
     task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
-                            nblocks_along(b.shape[1]), max_bytes)
+                            nblocks_along(b.shape[1]), max_bytes, pointers)
     if mask is None:
         return task_list, None
     return task_list, count.outside_bits(task_list.c_keys, mask.keys, mask.bitmaps)

@@ -13,8 +13,8 @@
 //      are already contiguous and only need sorting among themselves:
 //      bmsparse_tasks_spans finds where each block row starts and how long
 //      the rows are, for the segment sort of ../_primitives.cu. When block
-//      rows have few A blocks, bmsparse_tasks_rank replaces steps 2 to 4: it
-//      merges each block row's sorted runs by binary searches, no sort.
+//      rows have few A blocks and tasks, bmsparse_tasks_rank replaces steps 2
+//      to 4: it ranks each block row's tasks among themselves, no sort.
 //   4. bmsparse_tasks_unpack : per sorted position s, its A and B block and
 //                              whether it starts an output block's run
 //   5. bmsparse_tasks_heads  : per run start, c_ptr and c_keys
@@ -35,16 +35,23 @@ __device__ __forceinline__ long long owner_of(const long long* ends, long long n
 }
 
 //   u64       a_keys[a_nblocks], b_keys[b_nblocks]
+//   long long b_ptr[]           - B's block-row pointer, or null (then binary searches)
 //   long long lo[a_nblocks]     - out: first B block of block row j
 //   long long counts[a_nblocks] - out: number of B blocks in block row j
 extern "C" __global__ void bmsparse_tasks_ranges(
     const u64* __restrict__ a_keys, long long a_nblocks,
-    const u64* __restrict__ b_keys, long long b_nblocks,
+    const u64* __restrict__ b_keys, long long b_nblocks, const long long* __restrict__ b_ptr,
     long long* __restrict__ lo, long long* __restrict__ counts)
 {
     long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (a >= a_nblocks) return;
     const u64 j = block_col(a_keys[a]);
+    if (b_ptr) {
+        const long long first = b_ptr[j];
+        lo[a] = first;
+        counts[a] = b_ptr[j + 1] - first;
+        return;
+    }
     const long long first = lower_bound(b_keys, b_nblocks, j << 32);
     // the last possible key of row j is j << 32 | 0xffffffff: search past it
     // without forming (j + 1) << 32, which overflows for j = 2**32 - 1
@@ -125,129 +132,279 @@ extern "C" __global__ void bmsparse_tasks_heads(
     c_keys[q] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
 }
 
-//   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
-//   long long chunk             - the segment sort's chunk, in tasks
-//   long long row_a0[a_nblocks], row_a1[a_nblocks] - out: the A blocks [a0, a1) of
-//                                 the block row of each A block
-//   long long row_first[a_nblocks] - out: first task of that block row (non-decreasing:
-//                                 the segments of the sort)
-//   long long max_runs          - block rows of more A blocks are "heavy": sorted, not merged
-//   u64       stats[4]          - out: the number of tasks (ends[a_nblocks - 1]); the
-//                                 most tasks of one block row; the tasks of block rows
-//                                 longer than a chunk; the tasks of heavy block rows
-//                                 (atomics, one per thread block after a reduction: one
-//                                 address for all rows would serialise them). Zeroed
-//                                 by the caller; read on the host in one copy.
-extern "C" __global__ void bmsparse_tasks_spans(
-    const u64* __restrict__ a_keys, long long a_nblocks, const long long* __restrict__ ends,
-    const long long* __restrict__ counts, long long chunk, long long max_runs,
-    long long* __restrict__ row_a0,
-    long long* __restrict__ row_a1, long long* __restrict__ row_first,
-    unsigned long long* __restrict__ stats)
-{
-    __shared__ unsigned long long warp_sums[3][32];
-    long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    unsigned long long v[3] = {0, 0, 0};  // span, long tasks, heavy tasks
-    if (a == a_nblocks - 1) stats[0] = (unsigned long long)ends[a];
-    if (a < a_nblocks) {
-        const u64 i = block_row(a_keys[a]);
-        const long long a0 = lower_bound(a_keys, a_nblocks, i << 32);
-        const long long a1 = i == 0xffffffffull ? a_nblocks
-                                                : lower_bound(a_keys, a_nblocks, (i + 1) << 32);
-        const long long first = ends[a0] - counts[a0];
-        row_a0[a] = a0;
-        row_a1[a] = a1;
-        row_first[a] = first;
-        if (a + 1 == a1) {  // the row's last block
-            v[0] = (unsigned long long)(ends[a] - first);
-            v[1] = v[0] > (unsigned long long)chunk ? v[0] : 0;
-            v[2] = a1 - a0 > max_runs ? v[0] : 0;
-        }
-    }
+// over a warp, into lane 0: the maximum of v[0], the sums of v[1..3]
+__device__ __forceinline__ void reduce_spans(unsigned long long v[4]) {
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) {
         v[0] = max(v[0], __shfl_down_sync(0xffffffffu, v[0], d));
-        v[1] += __shfl_down_sync(0xffffffffu, v[1], d);
-        v[2] += __shfl_down_sync(0xffffffffu, v[2], d);
-    }
-    if ((threadIdx.x & 31) == 0) {
 #pragma unroll
-        for (int k = 0; k < 3; ++k) warp_sums[k][threadIdx.x >> 5] = v[k];
+        for (int k = 1; k < 4; ++k) v[k] += __shfl_down_sync(0xffffffffu, v[k], d);
+    }
+}
+
+//   u64       a_keys[a_nblocks]; long long ends[a_nblocks], counts[a_nblocks]
+//   long long a_ptr[]           - A's block-row pointer, or null (then binary searches)
+//   long long chunk             - the segment sort's chunk, in tasks
+//   long long max_runs, max_tasks - block rows of more A blocks or more tasks are "heavy":
+//                                 sorted, not merged
+//   long long row_first[a_nblocks] - out: first task of the block row of each A block
+//                                 (non-decreasing: the segments of the sort)
+//   long long rows[2 * a_nblocks] - out: the A blocks [a0, a1) of each non-empty block
+//                                 row, as pairs a0, a1, in any order (appended)
+//   u64       stats[6]          - out: the number of tasks (ends[a_nblocks - 1]); the
+//                                 most tasks of one block row; the tasks of block rows
+//                                 longer than a chunk; the tasks of heavy block rows;
+//                                 the block rows; the heavy block rows (atomics, one
+//                                 per thread block after a reduction, one per warp for
+//                                 the rows: one address for all rows would serialise
+//                                 them). Zeroed by the caller; read on the host in one
+//                                 copy.
+extern "C" __global__ void bmsparse_tasks_spans(
+    const u64* __restrict__ a_keys, long long a_nblocks, const long long* __restrict__ ends,
+    const long long* __restrict__ counts, const long long* __restrict__ a_ptr, long long chunk,
+    long long max_runs, long long max_tasks, long long* __restrict__ row_first,
+    long long* __restrict__ rows,
+    unsigned long long* __restrict__ stats)
+{
+    __shared__ unsigned long long warp_sums[4][32];
+    long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x & 31;
+    unsigned long long v[4] = {0, 0, 0, 0};  // span, long tasks, heavy tasks, heavy rows
+    long long a0 = -1, a1 = 0;
+    if (a == a_nblocks - 1) stats[0] = (unsigned long long)ends[a];
+    if (a < a_nblocks) {
+        const u64 i = block_row(a_keys[a]);
+        a0 = a_ptr ? a_ptr[i] : lower_bound(a_keys, a_nblocks, i << 32);
+        const long long first = ends[a0] - counts[a0];
+        row_first[a] = first;
+        if (a == a0) {  // the row's first block
+            a1 = a_ptr ? a_ptr[i + 1]
+                 : i == 0xffffffffull ? a_nblocks : lower_bound(a_keys, a_nblocks, (i + 1) << 32);
+            v[0] = (unsigned long long)(ends[a1 - 1] - first);
+            v[1] = v[0] > (unsigned long long)chunk ? v[0] : 0;
+            v[2] = a1 - a0 > max_runs || v[0] > (unsigned long long)max_tasks ? v[0] : 0;
+            v[3] = a1 - a0 > max_runs || v[0] > (unsigned long long)max_tasks ? 1 : 0;
+        }
+    }
+    const unsigned int starts = __ballot_sync(0xffffffffu, a == a0);
+    unsigned long long at = 0;
+    if (lane == 0 && starts) at = atomicAdd(stats + 4, (unsigned long long)__popc(starts));
+    at = __shfl_sync(0xffffffffu, at, 0) + __popc(starts & ((1u << lane) - 1u));
+    if (a == a0) {
+        rows[2 * at] = a0;
+        rows[2 * at + 1] = a1;
+    }
+    reduce_spans(v);
+    if (lane == 0) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) warp_sums[k][threadIdx.x >> 5] = v[k];
     }
     __syncthreads();
     if (threadIdx.x < 32) {
         const bool valid = threadIdx.x < (blockDim.x + 31) / 32;
 #pragma unroll
-        for (int k = 0; k < 3; ++k) v[k] = valid ? warp_sums[k][threadIdx.x] : 0;
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) {
-            v[0] = max(v[0], __shfl_down_sync(0xffffffffu, v[0], d));
-            v[1] += __shfl_down_sync(0xffffffffu, v[1], d);
-            v[2] += __shfl_down_sync(0xffffffffu, v[2], d);
-        }
+        for (int k = 0; k < 4; ++k) v[k] = valid ? warp_sums[k][threadIdx.x] : 0;
+        reduce_spans(v);
         if (threadIdx.x == 0) {
             if (v[0]) atomicMax(stats + 1, v[0]);
             if (v[1]) atomicAdd(stats + 2, v[1]);
             if (v[2]) atomicAdd(stats + 3, v[2]);
+            if (v[3]) atomicAdd(stats + 5, v[3]);
         }
     }
 }
 
 // Place every task at its sorted position without sorting: the tasks of a
 // block row are runs, one per A block (i, j), each sorted by k (B's block row
-// j is); a task's rank in the merged row is its index in its run plus, for
-// every other run, how many of its keys come first (ties go to the run of the
-// smaller j, that is, the earlier task). A thread loops over the runs of its
-// row, so rows of more than max_runs A blocks are left to a sort: their tasks
-// append their packed sort code (as bmsparse_tasks_expand) to heavy_codes, in
-// any order (the codes are distinct and get sorted).
+// j is); a task's rank in the merged row is the number of the row's tasks
+// whose (k, run) comes first (ties go to the run of the smaller j, that is,
+// the earlier task). A warp takes a block row, its runs one per lane, so no
+// task searches for its A block, and ranks the row's tasks in shared memory,
+// each against all. Rows of more than max_runs (at most 32) A blocks or more
+// than max_tasks (at most BMSPARSE_TASKS_RANK_CAP) tasks are heavy: with
+// heavy_rows, each is listed there for bmsparse_tasks_sort_heavy; without,
+// their tasks write their packed sort code (as bmsparse_tasks_expand) to
+// heavy_codes, a range the row reserves with one atomic (the codes are
+// distinct and get sorted, so rows may come in any order).
 //   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
 //   u64       a_keys[a_nblocks], b_keys[b_nblocks]
-//   long long row_a0[a_nblocks], row_a1[a_nblocks], row_first[a_nblocks] - from spans
-//   long long max_runs, col_bits, task_bits
+//   long long rows[2 * nrows]   - the A blocks [a0, a1) of each block row, from spans
+//   long long max_runs, max_tasks, col_bits, task_bits
 //   long long task_a[ntasks], task_b[ntasks] - out: in sorted order (light rows)
 //   u64       keys[ntasks]      - out: output key of each sorted task (light rows)
-//   u64       heavy_codes[nheavy] - out: sort codes of the tasks of heavy rows
-//   unsigned long long nheavy[1] - in/out: codes appended so far (starts at 0)
-// Work: O(sum over light block rows of tasks * A blocks * log(B blocks per row)).
-extern "C" __global__ void bmsparse_tasks_rank(
+//   u64       heavy_codes[nheavy] - out: sort codes of the tasks of heavy rows (without
+//                                 heavy_rows)
+//   unsigned long long nheavy[1] - in/out: codes reserved, or rows listed, so far (from 0)
+//   long long heavy_rows[]      - out: the heavy rows (indices into rows), or null
+// Launch: a warp per block row, BMSPARSE_TASKS_RANK_THREADS threads per thread block.
+// Work: O(sum over light rows of tasks^2 / 32 + tasks * 5 shuffles).
+#define BMSPARSE_TASKS_RANK_THREADS 256
+#define BMSPARSE_TASKS_RANK_CAP 256
+
+// the lane holding the run of row-relative task s: the last run starting at
+// or before s (runs start in order; an empty run is followed by the one that
+// holds s). Every lane of the warp must call it.
+__device__ __forceinline__ int run_of(long long s, long long start, int nruns) {
+    int r = 0;
+#pragma unroll
+    for (int step = 16; step > 0; step >>= 1) {
+        const int c = r + step;
+        const long long at = __shfl_sync(0xffffffffu, start, c & 31);
+        if (c < nruns && at <= s) r = c;
+    }
+    return r;
+}
+
+extern "C" __global__ void __launch_bounds__(BMSPARSE_TASKS_RANK_THREADS)
+bmsparse_tasks_rank(
     const long long* __restrict__ ends, const long long* __restrict__ lo,
-    const long long* __restrict__ counts, const u64* __restrict__ a_keys, long long a_nblocks,
-    const u64* __restrict__ b_keys, long long ntasks, const long long* __restrict__ row_a0,
-    const long long* __restrict__ row_a1, const long long* __restrict__ row_first,
-    long long max_runs, long long col_bits, long long task_bits,
+    const long long* __restrict__ counts, const u64* __restrict__ a_keys,
+    const u64* __restrict__ b_keys, const long long* __restrict__ rows, long long nrows,
+    long long max_runs, long long max_tasks, long long col_bits, long long task_bits,
     long long* __restrict__ task_a, long long* __restrict__ task_b, u64* __restrict__ keys,
-    u64* __restrict__ heavy_codes, unsigned long long* __restrict__ nheavy)
+    u64* __restrict__ heavy_codes, unsigned long long* __restrict__ nheavy,
+    long long* __restrict__ heavy_rows)
 {
-    long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (t >= ntasks) return;
-    const long long a = owner_of(ends, a_nblocks, t);
-    const long long idx = t - (ends[a] - counts[a]);
-    const long long b = lo[a] + idx;
-    const u64 k = block_col(b_keys[b]);
-    if (row_a1[a] - row_a0[a] > max_runs) {
-        heavy_codes[atomicAdd(nheavy, 1ull)] =
-            ((u64)block_row(a_keys[a]) << (col_bits + task_bits)) | (k << task_bits) | (u64)t;
+    __shared__ u64 items[BMSPARSE_TASKS_RANK_THREADS / 32][BMSPARSE_TASKS_RANK_CAP];
+    const long long w = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (w >= nrows) return;  // the same for the whole warp
+    const long long a0 = rows[2 * w], a1 = rows[2 * w + 1];
+    const long long first = ends[a0] - counts[a0];
+    const long long total = ends[a1 - 1] - first;
+    const u64 i = block_row(a_keys[a0]);
+    const bool heavy = a1 - a0 > max_runs || total > max_tasks;
+    if (heavy && heavy_rows) {
+        if (lane == 0) heavy_rows[atomicAdd(nheavy, 1ull)] = w;
         return;
     }
-    long long rank = idx;
-    for (long long q = row_a0[a]; q < row_a1[a]; ++q) {
-        const long long n = counts[q];
-        if (q == a || n == 0) continue;
-        const u64 target = ((u64)block_col(a_keys[q]) << 32) | k;
-        const u64* run = b_keys + lo[q];
-        // keys of run q before ours: < target, or <= target for an earlier run
-        long long l = 0, h = n;
-        while (l < h) {
-            const long long mid = (l + h) >> 1;
-            if (run[mid] < target || (q < a && run[mid] == target)) l = mid + 1; else h = mid;
-        }
-        rank += l;
+    unsigned long long base = 0;
+    if (heavy) {
+        if (lane == 0 && total) base = atomicAdd(nheavy, (unsigned long long)total);
+        base = __shfl_sync(0xffffffffu, base, 0);
     }
-    const long long s = row_first[a] + rank;
-    task_a[s] = a;
-    task_b[s] = b;
-    keys[s] = make_key(block_row(a_keys[a]), k);
+    u64* mine = items[threadIdx.x >> 5];
+    // 32 runs at a time (a light row has one such group): each task's k
+    for (long long q0 = a0; q0 < a1; q0 += 32) {
+        const long long q = q0 + lane;
+        long long n = 0, l = 0, start = 0;
+        if (q < a1) { n = counts[q]; l = lo[q]; start = ends[q] - n - first; }
+        const int nruns = (int)min(a1 - q0, 32ll);
+        const long long from = __shfl_sync(0xffffffffu, start, 0);
+        const long long to = __shfl_sync(0xffffffffu, start + n, nruns - 1);
+        for (long long s0 = from; s0 < to; s0 += 32) {
+            const long long s = s0 + lane;
+            const int r = run_of(s, start, nruns);
+            const long long rs = __shfl_sync(0xffffffffu, start, r);
+            const long long rl = __shfl_sync(0xffffffffu, l, r);
+            if (s >= to) continue;
+            const u64 k = block_col(b_keys[rl + s - rs]);
+            if (heavy)
+                heavy_codes[base + s] = (i << (col_bits + task_bits)) | (k << task_bits)
+                                        | (u64)(first + s);
+            else
+                mine[s] = (k << 5) | (u64)r;  // r < 32: the run breaks ties
+        }
+    }
+    if (heavy) return;
+    __syncwarp();
+    for (long long s = lane; s < total; s += 32) {
+        const u64 item = mine[s];
+        int rank = 0;
+        for (int x = 0; x < (int)total; ++x) rank += mine[x] < item;
+        const long long q = a0 + (long long)(item & 31);
+        const long long at = first + rank;
+        task_a[at] = q;
+        task_b[at] = lo[q] + s - (ends[q] - counts[q] - first);
+        keys[at] = make_key(i, item >> 5);
+    }
+}
+
+// The tasks of heavy rows of at most BMSPARSE_TASKS_HEAVY_CAP tasks, a thread
+// block per row, sorted in shared memory instead of by a global sort: each
+// task's code (k, its index in the row) in task order, a bitonic sort, then
+// the tasks at their places. A task's A block is found by a binary search of
+// the row's ends, held in shared memory when the row has at most runs_cap
+// A blocks.
+//   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
+//   u64       a_keys[a_nblocks], b_keys[b_nblocks]
+//   long long rows[2 * nrows]   - from spans
+//   long long heavy_rows[]      - the rows to sort (indices into rows), from rank
+//   long long runs_cap          - at most BMSPARSE_TASKS_HEAVY_RUNS
+//   long long task_a[ntasks], task_b[ntasks]; u64 keys[ntasks] - out, at their places
+// Launch: BMSPARSE_TASKS_HEAVY_THREADS threads per heavy row.
+#define BMSPARSE_TASKS_HEAVY_THREADS 1024
+#define BMSPARSE_TASKS_HEAVY_CAP 4096
+#define BMSPARSE_TASKS_HEAVY_RUNS 2048
+#define BMSPARSE_TASKS_HEAVY_SHIFT 12  // log2 of the cap: the index field of a code
+
+// the run (A block of the row, from 0) holding row-relative task s, and its first task
+__device__ __forceinline__ long long heavy_run(const long long* row_ends, bool cached,
+                                               const long long* ends, long long a0,
+                                               long long first, long long nruns, long long s,
+                                               long long* start) {
+    long long l = 0, h = nruns;
+    while (l < h) {
+        const long long mid = (l + h) >> 1;
+        const long long e = cached ? row_ends[mid] : ends[a0 + mid] - first;
+        if (e <= s) l = mid + 1; else h = mid;
+    }
+    *start = l ? (cached ? row_ends[l - 1] : ends[a0 + l - 1] - first) : 0;
+    return l;
+}
+
+extern "C" __global__ void __launch_bounds__(BMSPARSE_TASKS_HEAVY_THREADS)
+bmsparse_tasks_sort_heavy(
+    const long long* __restrict__ ends, const long long* __restrict__ lo,
+    const long long* __restrict__ counts, const u64* __restrict__ a_keys,
+    const u64* __restrict__ b_keys, const long long* __restrict__ rows,
+    const long long* __restrict__ heavy_rows, long long runs_cap,
+    long long* __restrict__ task_a, long long* __restrict__ task_b, u64* __restrict__ keys)
+{
+    __shared__ u64 codes[BMSPARSE_TASKS_HEAVY_CAP];
+    __shared__ long long row_ends[BMSPARSE_TASKS_HEAVY_RUNS];
+    const long long w = heavy_rows[blockIdx.x];
+    const long long a0 = rows[2 * w], a1 = rows[2 * w + 1];
+    const long long first = ends[a0] - counts[a0];
+    const int total = (int)(ends[a1 - 1] - first);
+    const long long nruns = a1 - a0;
+    const bool cached = nruns <= runs_cap;
+    if (cached)
+        for (long long r = threadIdx.x; r < nruns; r += blockDim.x) row_ends[r] = ends[a0 + r] - first;
+    __syncthreads();
+    int size = 1;
+    while (size < total) size <<= 1;
+    for (int s = threadIdx.x; s < size; s += blockDim.x) {
+        u64 code = ~0ull;  // padding sorts last
+        if (s < total) {
+            long long start;
+            const long long r = heavy_run(row_ends, cached, ends, a0, first, nruns, s, &start);
+            code = ((u64)block_col(b_keys[lo[a0 + r] + s - start]) << BMSPARSE_TASKS_HEAVY_SHIFT)
+                   | (u64)s;
+        }
+        codes[s] = code;
+    }
+    __syncthreads();
+    for (int len = 2; len <= size; len <<= 1) {
+        for (int stride = len >> 1; stride > 0; stride >>= 1) {
+            for (int x = threadIdx.x; x < size / 2; x += blockDim.x) {
+                const int p = 2 * x - (x & (stride - 1));  // pairs (p, p + stride)
+                const u64 u = codes[p], v = codes[p + stride];
+                if ((u > v) == ((p & len) == 0)) { codes[p] = v; codes[p + stride] = u; }
+            }
+            __syncthreads();
+        }
+    }
+    const u64 i = block_row(a_keys[a0]);
+    for (int s = threadIdx.x; s < total; s += blockDim.x) {
+        const u64 code = codes[s];
+        const long long t = (long long)(code & ((1ull << BMSPARSE_TASKS_HEAVY_SHIFT) - 1ull));
+        long long start;
+        const long long r = heavy_run(row_ends, cached, ends, a0, first, nruns, t, &start);
+        task_a[first + s] = a0 + r;
+        task_b[first + s] = lo[a0 + r] + t - start;
+        keys[first + s] = make_key(i, code >> BMSPARSE_TASKS_HEAVY_SHIFT);
+    }
 }
 
 // The tasks of heavy rows, once their codes are sorted, to their places: a

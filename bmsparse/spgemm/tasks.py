@@ -49,15 +49,33 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_rank": (),
     "bmsparse_tasks_place_heavy": (),
     "bmsparse_tasks_key_heads": (),
+    "bmsparse_tasks_sort_heavy": (),
     "bmsparse_tasks_masked_count": (),
     "bmsparse_tasks_masked_pairs": (),
     "bmsparse_tasks_count_masked_pairs": (),
 })
 
-#: on the GPU, block rows of at most this many A blocks are merged by binary
-#: searches (no sort: one thread loops over the rows' runs); the tasks of
+#: on the GPU, block rows of at most this many A blocks (at most 32: a warp
+#: takes a row, a run per lane) are merged without a sort; the tasks of
 #: heavier rows are sorted. 0 sorts every row.
 RANK_MAX_RUNS = 32
+
+#: and of at most this many tasks (at most ``_RANK_CAP``: the warp ranks them
+#: in shared memory, each against all)
+RANK_MAX_TASKS = 256
+_RANK_CAP = 256  # BMSPARSE_TASKS_RANK_CAP
+
+#: when no block row has more tasks than this (at most ``_HEAVY_CAP``), the
+#: heavy rows are sorted by a thread block each, in shared memory, instead of
+#: by one global sort of their codes (0: always the global sort)
+HEAVY_SORT_TASKS = 4096
+_HEAVY_CAP = 4096  # BMSPARSE_TASKS_HEAVY_CAP
+_HEAVY_THREADS = 1024  # BMSPARSE_TASKS_HEAVY_THREADS
+_HEAVY_RUNS = 2048  # BMSPARSE_TASKS_HEAVY_RUNS
+
+#: heavy rows of at most this many A blocks keep their ends in shared memory
+#: for the searches of that sort (at most ``_HEAVY_RUNS``)
+HEAVY_CACHED_RUNS = 2048
 
 #: upper estimate of the device bytes the pipeline holds per task at its peak
 #: (task arrays, sort codes, flags and scans, output block arrays); measured
@@ -117,7 +135,7 @@ class TaskList(NamedTuple):
 
 
 def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
-          max_bytes: Budget = None) -> TaskList:
+          max_bytes: Budget = None, row_pointers: tuple[Any, Any] | None = None) -> TaskList:
     """Task list of ``A @ B`` from the block keys of A and B.
 
     Parameters
@@ -132,6 +150,9 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
         ``max_bytes / BYTES_PER_TASK`` tasks, :class:`OverBudget` is raised
         before anything is allocated for them (the caller then slices the
         product).
+    row_pointers : (int64 [row_bound + 1], int64 [B's block rows + 1]), optional
+        The block-row pointers of A and B (``BitmapMatrix._row_pointer``),
+        when known: on the GPU they replace binary searches of the keys.
 
     Returns
     -------
@@ -143,9 +164,10 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     GPU it syncs twice (to size the task list and the output).
     """
     xp = get_array_module(a_keys, b_keys)
-    lo, counts = ranges(a_keys, b_keys)
+    a_ptr, b_ptr = row_pointers or (None, None)
+    lo, counts = ranges(a_keys, b_keys, b_ptr)
     ends = cumsum(xp, counts)
-    rows = _rows(xp, a_keys, ends, counts)  # sync: size of the task list
+    rows = _rows(xp, a_keys, ends, counts, a_ptr)  # sync: size of the task list
     ntasks = rows.ntasks
     check_budget(f"the task list of {ntasks:,} tasks", ntasks * BYTES_PER_TASK, max_bytes)
     col_bits = max((col_bound - 1).bit_length(), 1)
@@ -329,53 +351,76 @@ class RowStats(NamedTuple):
     """Block rows of A in the task list (the GPU's choice of sort)."""
 
     ntasks: int
-    row_a0: Any = None      # int64 [a_nblocks]: first A block of each A block's row
-    row_a1: Any = None      # int64 [a_nblocks]: one past its last
-    row_first: Any = None   # int64 [a_nblocks]: first task of that row
+    row_first: Any = None   # int64 [a_nblocks]: first task of each A block's row
+    rows: Any = None        # int64 [2 * a_nblocks]: A blocks [a0, a1) of each row, as
+    #                         pairs, in any order (the first nrows pairs)
+    nrows: int = 0          # non-empty block rows
+    heavy_rows: int = 0     # heavy block rows (see heavy_tasks)
     max_span: int = 0       # most tasks of one block row
     long_tasks: int = 0     # tasks of block rows longer than a sort chunk
     heavy_tasks: int = 0    # tasks of block rows of more than RANK_MAX_RUNS A blocks
+    #                         or RANK_MAX_TASKS tasks
 
 
-def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any) -> RowStats:
-    """Number of tasks and, on the GPU, the block-row figures that pick the sort."""
+def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any, a_ptr: Any = None) -> RowStats:
+    """Number of tasks and, on the GPU, the block-row figures that pick the sort
+    (``a_ptr``: A's block-row pointer, or None)."""
     if ends.shape[0] == 0:
         return RowStats(0)
     if xp is np:
         return RowStats(int(ends[-1]))
     n = a_keys.shape[0]
-    row_a0, row_a1, row_first = (xp.empty(n, dtype=xp.int64) for _ in range(3))
-    stats = xp.zeros(4, dtype=xp.uint64)
+    row_first = xp.empty(n, dtype=xp.int64)
+    rows = xp.empty(2 * n, dtype=xp.int64)
+    stats = xp.zeros(6, dtype=xp.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
-    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _primitives.SORT_CHUNK, RANK_MAX_RUNS,
-                                row_a0, row_a1, row_first, stats))
+    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _null(a_ptr), _primitives.SORT_CHUNK,
+                                *_limits(), row_first, rows, stats))
     # sync: one read
-    ntasks, max_span, long_tasks, heavy = _readback.read_head(stats, 4)
-    return RowStats(ntasks, row_a0, row_a1, row_first, max_span, long_tasks, heavy)
+    ntasks, max_span, long_tasks, heavy, nrows, heavy_rows = _readback.read_head(stats, 6)
+    return RowStats(ntasks, row_first, rows, nrows, heavy_rows, max_span, long_tasks, heavy)
+
+
+def _limits() -> tuple[int, int]:
+    """``RANK_MAX_RUNS`` and ``RANK_MAX_TASKS`` as the rank kernel can take them."""
+    return min(RANK_MAX_RUNS, _WARP), min(RANK_MAX_TASKS, _RANK_CAP)
 
 
 def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowStats,
           col_bits: int, task_bits: int) -> tuple[Any, Any, Any]:
-    """Sorted task_a, task_b (int64) and output keys (uint64), merging light block
-    rows by binary searches and sorting the heavy ones (GPU only)."""
+    """Sorted task_a, task_b (int64) and output keys (uint64), GPU only.
+
+    The tasks of light block rows are ranked (a warp per row); heavy rows are
+    sorted in shared memory, a thread block per row, when no row has more
+    than ``HEAVY_SORT_TASKS`` tasks, else by one global sort of their codes.
+    """
     import cupy
 
     n, na = rows.ntasks, a_keys.shape[0]
     task_a = cupy.empty(n, dtype=cupy.int64)
     task_b = cupy.empty(n, dtype=cupy.int64)
     keys = cupy.empty(n, dtype=cupy.uint64)
-    nheavy = rows.heavy_tasks
-    # the heavy codes, then their counter (appended in any order: they get sorted)
-    heavy = cupy.zeros(nheavy + 1, dtype=cupy.uint64)
-    heavy_codes, appended = heavy[:nheavy], heavy[nheavy:]
+    null = np.uint64(0)
+    in_blocks = rows.max_span <= min(HEAVY_SORT_TASKS, _HEAVY_CAP)
+    # the heavy rows (or codes), then their counter: rows list them (reserve
+    # ranges of codes) in any order, as the codes get sorted
+    nheavy = rows.heavy_rows if in_blocks else rows.heavy_tasks
+    heavy = cupy.zeros(nheavy + 1, dtype=cupy.int64 if in_blocks else cupy.uint64)
+    listed, appended = heavy[:nheavy], heavy[nheavy:]
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_rank")
-    _kernels.launch(kernel, n, (ends, lo, counts, a_keys, na, b_keys, n, rows.row_a0,
-                                rows.row_a1, rows.row_first, RANK_MAX_RUNS, col_bits,
-                                task_bits, task_a, task_b, keys, heavy_codes, appended))
-    if nheavy:
-        heavy_codes.sort()
+    _kernels.launch(kernel, _WARP * rows.nrows, (
+        ends, lo, counts, a_keys, b_keys, rows.rows, rows.nrows, *_limits(), col_bits,
+        task_bits, task_a, task_b, keys, null if in_blocks else listed, appended,
+        listed if in_blocks else null))
+    if nheavy and in_blocks:
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_sort_heavy")
+        _kernels.launch(kernel, nheavy * _HEAVY_THREADS, (
+            ends, lo, counts, a_keys, b_keys, rows.rows, listed,
+            min(HEAVY_CACHED_RUNS, _HEAVY_RUNS), task_a, task_b, keys), block=_HEAVY_THREADS)
+    elif nheavy:
+        listed.sort()
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_place_heavy")
-        _kernels.launch(kernel, nheavy, (heavy_codes, nheavy, ends, na, lo, counts,
+        _kernels.launch(kernel, nheavy, (listed, nheavy, ends, na, lo, counts,
                                          rows.row_first, col_bits, task_bits, task_a, task_b,
                                          keys))
     return task_a, task_b, keys
@@ -391,8 +436,9 @@ def _key_heads(keys: Any) -> Any:
     return heads
 
 
-def ranges(a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
-    """First B block of block row j and their count (int64), for each A block (i, j)."""
+def ranges(a_keys: Any, b_keys: Any, b_ptr: Any = None) -> tuple[Any, Any]:
+    """First B block of block row j and their count (int64), for each A block (i, j)
+    (``b_ptr``: B's block-row pointer, or None)."""
     xp = get_array_module(a_keys, b_keys)
     if xp is np:
         j = (a_keys & np.uint64(COL_MASK)) << np.uint64(KEY_SHIFT)
@@ -403,8 +449,13 @@ def ranges(a_keys: Any, b_keys: Any) -> tuple[Any, Any]:
     lo = xp.empty(n, dtype=xp.int64)
     counts = xp.empty(n, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_ranges")
-    _kernels.launch(kernel, n, (a_keys, n, b_keys, b_keys.shape[0], lo, counts))
+    _kernels.launch(kernel, n, (a_keys, n, b_keys, b_keys.shape[0], _null(b_ptr), lo, counts))
     return lo, counts
+
+
+def _null(array: Any) -> Any:
+    """``array``, or a null pointer for a kernel when None."""
+    return np.uint64(0) if array is None else array
 
 
 def expand(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, ntasks: int,

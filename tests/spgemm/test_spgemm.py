@@ -230,7 +230,7 @@ def test_device_conversion_segment_sort(chunk, monkeypatch):
     np.testing.assert_array_equal(cupy.asnumpy(got.values), want.values)
 
 
-@pytest.mark.parametrize("runs", [0, 2, 8, 10**9])
+@pytest.mark.parametrize("runs", [0, 2, 8, 32, 10**9])
 @pytest.mark.parametrize("name,a", [("power-law", power_law(1200, 9)),
                                     ("banded", banded(400, 9, 3)),
                                     ("block-diagonal", block_diagonal(40, 8, 1))])

@@ -9,6 +9,7 @@ fuses multiply-adds).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 
 from bmsparse import BitmapMatrix, _readback
 from bmsparse._format import nblocks_along
+from bmsparse.convert import row_pointer
 from tests.helpers import spy_argsort
 
 # `import bmsparse.spgemm.tasks as tasks_mod` would not work: the attribute
@@ -70,10 +72,11 @@ def brute_tasks(a_keys: list[int], b_keys: list[int]) -> Tasks:
         return (a_keys[p[0]] >> 32 << 32) | (b_keys[p[1]] & MASK)
 
     pairs.sort(key=out_key)   # list.sort is stable
-    c_keys = sorted({out_key(p) for p in pairs})
+    runs = Counter(out_key(p) for p in pairs)
+    c_keys = sorted(runs)
     c_ptr = [0]
     for key in c_keys:
-        c_ptr.append(c_ptr[-1] + sum(out_key(p) == key for p in pairs))
+        c_ptr.append(c_ptr[-1] + runs[key])
     return Tasks([p[0] for p in pairs], [p[1] for p in pairs], c_keys, c_ptr)
 
 
@@ -239,6 +242,48 @@ def test_packed_sort_and_argsort_give_the_same_tasks(name, bits, xp, monkeypatch
         np.testing.assert_array_equal(host(got), host(want))
     assert_task_list(fallback, brute_tasks([int(k) for k in a.keys],
                                            [int(k) for k in b.keys]))
+
+
+def rows_of_every_kind() -> tuple[list[int], list[int]]:
+    """Block keys of A and B whose block rows of A reach every branch of the GPU
+    merge (``bmsparse_tasks_rank``): light rows of up to 32 tasks and more,
+    rows of 32 and 33 runs (the heavy limit), rows of many tasks, empty runs
+    and rows of empty runs only; B's columns collide across runs."""
+    rng = np.random.default_rng(12)
+    lengths = [0] * 10 + list(rng.integers(1, 5, 30)) + list(rng.integers(8, 13, 10)) + [
+        100] * 5 + [40] * 5
+    b_keys = [(j << 32) | int(k) for j, n in enumerate(lengths)
+              for k in np.sort(rng.choice(120, n, replace=False))]
+    rows = [[10, 11, 12], [0, 10, 1, 11, 2], list(range(40, 50)), [50, 51, 52],
+            list(range(10, 50)), list(range(10, 42)), list(range(10, 43)),
+            list(range(10, 40)) + [55, 56], [], [53], [3, 4, 5], list(range(55, 60)),
+            list(range(40, 50)) + [55, 56, 57, 58]]
+    rows += [sorted(rng.choice(np.arange(10, 50), rng.integers(1, 9), replace=False))
+             for _ in range(80)]
+    a_keys = [(i << 32) | int(j) for i, js in enumerate(rows) for j in js]
+    return a_keys, b_keys
+
+
+@pytest.mark.parametrize("pointers", [False, True])
+@pytest.mark.parametrize("heavy_sort,cached_runs", [(4096, 2048), (4096, 4), (0, 2048)])
+@pytest.mark.parametrize("runs,most_tasks", [(0, 256), (32, 256), (32, 100), (8, 256)])
+def test_tasks_rows_of_every_kind(runs, most_tasks, heavy_sort, cached_runs, pointers, xp,
+                                  monkeypatch):
+    # heavy rows sorted by a thread block each (their ends in shared memory or
+    # not), or by one global sort
+    monkeypatch.setattr(tasks_mod, "RANK_MAX_RUNS", runs)
+    monkeypatch.setattr(tasks_mod, "RANK_MAX_TASKS", most_tasks)
+    monkeypatch.setattr(tasks_mod, "HEAVY_SORT_TASKS", heavy_sort)
+    monkeypatch.setattr(tasks_mod, "HEAVY_CACHED_RUNS", cached_runs)
+    merge, merges = tasks_mod.merge, []
+    monkeypatch.setattr(tasks_mod, "merge", lambda *args: merges.append(1) or merge(*args))
+    a_keys, b_keys = rows_of_every_kind()
+    a, b = (xp.asarray(np.array(keys, dtype=np.uint64)) for keys in (a_keys, b_keys))
+    # the block-row pointers replace the searches of the keys
+    ptrs = (row_pointer(a, 93)[0], row_pointer(b, 60)[0]) if pointers else None
+    got = tasks_mod.tasks(a, b, 93, 120, row_pointers=ptrs)
+    assert_task_list(got, brute_tasks(a_keys, b_keys))
+    assert len(merges) == (xp is not np and runs > 0)
 
 
 # --- stage 2: count ---------------------------------------------------------------------

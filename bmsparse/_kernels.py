@@ -23,6 +23,14 @@ import numpy as np
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
+#: a null pointer argument, for a kernel's optional array
+NULL = np.uint64(0)
+
+
+def or_null(array: Any) -> Any:
+    """``array``, or :data:`NULL` when it is None."""
+    return NULL if array is None else array
+
 #: dtype -> C type of the template parameter ``T``
 CTYPES: dict[np.dtype, str] = {
     np.dtype(np.bool_): "bool",

@@ -171,7 +171,7 @@ def _place_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
     bits, heads = xp.empty(nnz, dtype=xp.int64), xp.empty(nnz, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_place",
                                  T=np.float64 if values is None else values.dtype, I=index)
-    null = np.uint64(0)
+    null = _kernels.NULL
     _kernels.launch(kernel, nnz, (
         indptr, indices, null if values is None else values, nnz, shape[0], shape[1], errors,
         null if values is None else out_values, keys, bits, heads))

@@ -158,7 +158,7 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
     work = cupy.cuda.alloc(8 * nwork)
     (work + 8 * (nwork - 2)).memset_async(0, 16)
     report = _readback.host_words(2)
-    null = np.uint64(0)
+    null = _kernels.NULL
     na, nb = a_blocks[0].shape[0], b_blocks[0].shape[0]
     _kernels.launch(kernel, grid * THREADS, (
         *a_blocks[:3], null if values is None else values, na, *b_blocks[:3],

@@ -33,7 +33,6 @@ _THREADS = 256  # BMSPARSE_SPMV_THREADS
 #: bcsstk33 (22 a block) 15 -> 11 us, the surrogate (5.7) 54 -> 60 us
 DENSE_ENTRIES = 12
 WARP = 32
-_NULL = np.uint64(0)  # a null pointer argument
 
 
 def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
@@ -225,7 +224,7 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
     name = ("bmsparse_spmv_rows" if order is None else "bmsparse_spmv_cols") + unit \
         + ("_dense" if dense else "")
     kernel = _kernels.get_kernel(_DENSE_KERNELS if dense else _KERNELS, name, T=x.dtype)
-    values = _NULL if values is None else values
+    values = _kernels.or_null(values)
     if order is None:
         args = (keys, bitmaps, offsets, values, ptr)
     else:

@@ -170,7 +170,7 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     column = cupy.cuda.alloc(8 * (nblocks + nbcols + 1))
     order = _kernels.device_array(column, 0, nblocks, np.int64)
     ptr = _kernels.device_array(column, 8 * nblocks, nbcols + 1, np.int64)
-    null = np.uint64(0)
+    null = _kernels.NULL
     # the scalars as the kernel declares them: launched without the casts
     sizes = (np.int64(nblocks), np.int64(nbcols), np.int64(groups), np.int64(shift))
     scratch = (np.uint64(work.ptr), ptr, np.uint64(work.ptr + nwork), order)

@@ -203,7 +203,7 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
     out_keys = xp.empty(kept, dtype=xp.uint64)
     out_bitmaps = xp.empty(kept, dtype=xp.uint64)
     out_offsets = xp.zeros(kept + 1, dtype=xp.int64)
-    null = np.uint64(0)
+    null = _kernels.NULL
     first = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
     last = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")

@@ -132,6 +132,12 @@ extern "C" __global__ void bmsparse_tasks_heads(
     c_keys[q] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
 }
 
+// a block row the rank kernel leaves to a sort: spans counts what rank lists
+__device__ __forceinline__ bool heavy_row(long long runs, long long tasks, long long max_runs,
+                                          long long max_tasks) {
+    return runs > max_runs || tasks > max_tasks;
+}
+
 // over a warp, into lane 0: the maximum of v[0], the sums of v[1..3]
 __device__ __forceinline__ void reduce_spans(unsigned long long v[4]) {
 #pragma unroll
@@ -182,8 +188,8 @@ extern "C" __global__ void bmsparse_tasks_spans(
                  : i == 0xffffffffull ? a_nblocks : lower_bound(a_keys, a_nblocks, (i + 1) << 32);
             v[0] = (unsigned long long)(ends[a1 - 1] - first);
             v[1] = v[0] > (unsigned long long)chunk ? v[0] : 0;
-            v[2] = a1 - a0 > max_runs || v[0] > (unsigned long long)max_tasks ? v[0] : 0;
-            v[3] = a1 - a0 > max_runs || v[0] > (unsigned long long)max_tasks ? 1 : 0;
+            v[3] = heavy_row(a1 - a0, (long long)v[0], max_runs, max_tasks);
+            v[2] = v[3] ? v[0] : 0;
         }
     }
     const unsigned int starts = __ballot_sync(0xffffffffu, a == a0);
@@ -273,7 +279,7 @@ bmsparse_tasks_rank(
     const long long first = ends[a0] - counts[a0];
     const long long total = ends[a1 - 1] - first;
     const u64 i = block_row(a_keys[a0]);
-    const bool heavy = a1 - a0 > max_runs || total > max_tasks;
+    const bool heavy = heavy_row(a1 - a0, total, max_runs, max_tasks);
     if (heavy && heavy_rows) {
         if (lane == 0) heavy_rows[atomicAdd(nheavy, 1ull)] = w;
         return;
@@ -369,8 +375,8 @@ bmsparse_tasks_sort_heavy(
     const int total = (int)(ends[a1 - 1] - first);
     const long long nruns = a1 - a0;
     const bool cached = nruns <= runs_cap;
-    if (cached)
-        for (long long r = threadIdx.x; r < nruns; r += blockDim.x) row_ends[r] = ends[a0 + r] - first;
+    for (long long r = threadIdx.x; cached && r < nruns; r += blockDim.x)
+        row_ends[r] = ends[a0 + r] - first;
     __syncthreads();
     int size = 1;
     while (size < total) size <<= 1;

@@ -374,8 +374,8 @@ def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any, a_ptr: Any = None) -> Ro
     rows = xp.empty(2 * n, dtype=xp.int64)
     stats = xp.zeros(6, dtype=xp.uint64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
-    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _null(a_ptr), _primitives.SORT_CHUNK,
-                                *_limits(), row_first, rows, stats))
+    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _kernels.or_null(a_ptr),
+                                _primitives.SORT_CHUNK, *_limits(), row_first, rows, stats))
     # sync: one read
     ntasks, max_span, long_tasks, heavy, nrows, heavy_rows = _readback.read_head(stats, 6)
     return RowStats(ntasks, row_first, rows, nrows, heavy_rows, max_span, long_tasks, heavy)
@@ -400,7 +400,7 @@ def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowSt
     task_a = cupy.empty(n, dtype=cupy.int64)
     task_b = cupy.empty(n, dtype=cupy.int64)
     keys = cupy.empty(n, dtype=cupy.uint64)
-    null = np.uint64(0)
+    null = _kernels.NULL
     in_blocks = rows.max_span <= min(HEAVY_SORT_TASKS, _HEAVY_CAP)
     # the heavy rows (or codes), then their counter: rows list them (reserve
     # ranges of codes) in any order, as the codes get sorted
@@ -449,13 +449,10 @@ def ranges(a_keys: Any, b_keys: Any, b_ptr: Any = None) -> tuple[Any, Any]:
     lo = xp.empty(n, dtype=xp.int64)
     counts = xp.empty(n, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_ranges")
-    _kernels.launch(kernel, n, (a_keys, n, b_keys, b_keys.shape[0], _null(b_ptr), lo, counts))
+    _kernels.launch(kernel, n, (a_keys, n, b_keys, b_keys.shape[0], _kernels.or_null(b_ptr),
+                                lo, counts))
     return lo, counts
 
-
-def _null(array: Any) -> Any:
-    """``array``, or a null pointer for a kernel when None."""
-    return np.uint64(0) if array is None else array
 
 
 def expand(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, ntasks: int,

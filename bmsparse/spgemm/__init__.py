@@ -288,7 +288,7 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     clock.lap("tasks")
     counts = count.count(a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b,
                          task_list.c_ptr, c_allowed)
-    c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz = compact.drop_empty(
+    c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz, warp_block = compact.drop_empty(
         task_list.c_keys, counts, task_list.c_ptr)
     del counts  # the bitmaps and scan before dropping empty blocks: not kept to the peak
     # a fixed budget covers the task list too; free memory may have been read
@@ -305,7 +305,7 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     c_values, zero_values = multiply.multiply(
         a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, task_list.task_a,
         task_list.task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, sr, dtype,
-        zero_flag=flag)
+        warp_block, flag)
     clock.lap("multiply")
     if drop_zeros:
         c_keys, c_bitmaps, c_offsets, c_values = compact.compact(

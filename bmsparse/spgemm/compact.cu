@@ -46,6 +46,10 @@ __global__ void bmsparse_compact_nonzero_bits(
 //   u64       out_keys[kept], out_bitmaps[kept]; long long out_offsets[kept + 1] - out
 //   long long out_first[kept], out_last[kept] - out: the kept blocks' task runs
 //                                        (unless c_ptr is null)
+//   long long warp_block[ceil(nnz / 32)] - out, or null: the kept block holding
+//                                        value 32 * w (multiply.cu's
+//                                        bmsparse_multiply_warp_blocks, one launch
+//                                        less before the multiply)
 // Launch: one thread per block, 1-D grid. Work: O(c_nblocks).
 extern "C" __global__ void bmsparse_compact_blocks(
     const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
@@ -53,12 +57,16 @@ extern "C" __global__ void bmsparse_compact_blocks(
     long long shift, const long long* __restrict__ c_ptr, long long c_nblocks,
     u64* __restrict__ out_keys,
     u64* __restrict__ out_bitmaps, long long* __restrict__ out_offsets,
-    long long* __restrict__ out_first, long long* __restrict__ out_last)
+    long long* __restrict__ out_first, long long* __restrict__ out_last,
+    long long* __restrict__ warp_block)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
-    keep_block<false>(q, c_keys, new_bitmaps, new_offsets, rank, shift, c_ptr, c_nblocks, out_keys,
-               out_bitmaps, out_offsets, out_first, out_last);
+    const long long d = keep_block<false>(q, c_keys, new_bitmaps, new_offsets, rank, shift, c_ptr,
+                                          c_nblocks, out_keys, out_bitmaps, out_offsets,
+                                          out_first, out_last);
+    if (warp_block && d >= 0)
+        mark_warp_starts(warp_block, d, new_offsets[q] >> shift, __popcll(new_bitmaps[q]));
 }
 
 // bmsparse_compact_blocks (no task runs) and the kept values, in one pass:

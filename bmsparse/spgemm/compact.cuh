@@ -28,9 +28,9 @@ __device__ __forceinline__ void copy_kept(u64 bitmap, u64 keep, const T* __restr
 }
 
 // block q of bmsparse_compact_blocks (arguments: see compact.cu): kept, in
-// order, where its new bitmap is not empty
+// order, where its new bitmap is not empty; its new place, or -1
 template <bool FRESH>
-__device__ __forceinline__ void keep_block(
+__device__ __forceinline__ long long keep_block(
     long long q, const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
     const long long* __restrict__ new_offsets, const long long* __restrict__ rank,
     long long shift, const long long* __restrict__ c_ptr, long long c_nblocks,
@@ -44,7 +44,7 @@ __device__ __forceinline__ void keep_block(
         out_offsets[shift ? end & low : fresh_load<FRESH>(rank + q)] = end >> shift;
     }
     const u64 bitmap = fresh_load<FRESH>(new_bitmaps + q);
-    if (!bitmap) return;
+    if (!bitmap) return -1;
     const long long d =
         shift ? fresh_load<FRESH>(new_offsets + q) & low : fresh_load<FRESH>(rank + q) - 1;
     out_keys[d] = fresh_load<FRESH>(c_keys + q);
@@ -54,4 +54,5 @@ __device__ __forceinline__ void keep_block(
         out_first[d] = fresh_load<FRESH>(c_ptr + q);
         out_last[d] = fresh_load<FRESH>(c_ptr + q + 1);
     }
+    return d;
 }

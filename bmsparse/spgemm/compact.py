@@ -11,7 +11,7 @@ after the count stage, so the multiply never sees them. See ``compact.cu``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,7 +27,31 @@ _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
                              "bmsparse_compact_blocks": ()})
 
 
-def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> tuple[Any, Any, Any, Any, Any, int]:
+class Kept(NamedTuple):
+    """The output blocks that :func:`drop_empty` keeps.
+
+    keys, bitmaps : uint64 [kept]
+    offsets : int64 [kept + 1]
+        Unchanged values' offsets (empty blocks hold no value).
+    first, last : int64 [kept]
+        Task run of each kept block.
+    nnz : int
+        Number of output values.
+    warp_block : int64 [ceil(nnz / 32)] or None
+        On the GPU, when blocks were dropped: the block holding value 32 * w,
+        for ``multiply.multiply``.
+    """
+
+    keys: Any
+    bitmaps: Any
+    offsets: Any
+    first: Any
+    last: Any
+    nnz: int
+    warp_block: Any = None
+
+
+def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
     """Remove the output blocks whose bitmap is empty, before the multiply.
 
     Parameters
@@ -40,12 +64,7 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> tuple[Any, Any, Any, 
 
     Returns
     -------
-    keys, bitmaps, offsets
-        The kept blocks (offsets need no change: empty blocks hold no value).
-    c_first, c_last : int64 [kept]
-        Task run of each kept block.
-    nnz : int
-        Number of output values.
+    Kept
 
     Notes
     -----
@@ -56,11 +75,11 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> tuple[Any, Any, Any, 
     n = c_keys.shape[0]
     nnz, kept, rank = _sizes(xp, counts)
     if kept == n:
-        return c_keys, counts.bitmaps, counts.offsets(), c_ptr[:-1], c_ptr[1:], nnz
+        return Kept(c_keys, counts.bitmaps, counts.offsets(), c_ptr[:-1], c_ptr[1:], nnz)
     offsets = counts.offsets() if xp is np else counts.scan
-    keys, bitmaps, offsets, first, last = _keep_blocks(
-        xp, c_keys, counts.bitmaps, offsets, rank, kept, c_ptr, counts.shift)
-    return keys, bitmaps, offsets, first, last, nnz
+    *blocks, warp_block = _keep_blocks(xp, c_keys, counts.bitmaps, offsets, rank, kept, c_ptr,
+                                       counts.shift, nnz)
+    return Kept(*blocks, nnz, warp_block)
 
 
 def _sizes(xp: Any, counts: Counts, total: int | None = None) -> tuple[int, int, Any]:
@@ -185,9 +204,11 @@ def _nonempty_kernel() -> Any:
 
 
 def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank: Any,
-                 kept: int, c_ptr: Any = None, shift: int = 0) -> tuple[Any, ...]:
+                 kept: int, c_ptr: Any = None, shift: int = 0,
+                 nnz: int | None = None) -> tuple[Any, ...]:
     """Keys, bitmaps and offsets of the blocks whose new bitmap is not empty,
-    and their task runs (first, last) when ``c_ptr`` is given.
+    their task runs (first, last) when ``c_ptr`` is given, then (with it) their
+    ``Kept.warp_block`` when ``nnz`` (their number of values) is (None on the host).
 
     ``rank`` is the inclusive scan of ``new_bitmaps != 0`` and ``kept`` its
     last value, known on the host. On the GPU with ``shift``, ``new_offsets``
@@ -198,7 +219,7 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
         keep = np.flatnonzero(new_bitmaps)
         out = (c_keys[keep], new_bitmaps[keep],
                np.append(new_offsets[keep], new_offsets[-1]).astype(np.int64))
-        return out if c_ptr is None else (*out, c_ptr[keep], c_ptr[keep + 1])
+        return out if c_ptr is None else (*out, c_ptr[keep], c_ptr[keep + 1], None)
     n = c_keys.shape[0]
     out_keys = xp.empty(kept, dtype=xp.uint64)
     out_bitmaps = xp.empty(kept, dtype=xp.uint64)
@@ -206,12 +227,14 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
     null = _kernels.NULL
     first = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
     last = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
+    warp_block = None if nnz is None else xp.empty(-(-nnz // 32), dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
     _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, null if rank is None else rank,
                                 shift, null if c_ptr is None else c_ptr, n, out_keys,
-                                out_bitmaps, out_offsets, first, last))
+                                out_bitmaps, out_offsets, first, last,
+                                _kernels.or_null(warp_block)))
     out = (out_keys, out_bitmaps, out_offsets)
-    return out if c_ptr is None else (*out, first, last)
+    return out if c_ptr is None else (*out, first, last, warp_block)
 
 
 def _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets, rank, shift,

@@ -556,7 +556,7 @@ def counted(xp, bitmaps, packed):
 def test_drop_empty_blocks_before_the_multiply(xp, packed):
     # block 1 is empty (its pairs' products were empty): dropped with its task
     # run, the others keep their offsets (an empty block holds no value)
-    keys, bitmaps, offsets, first, last, nnz = compact_mod.drop_empty(
+    keys, bitmaps, offsets, first, last, nnz, _ = compact_mod.drop_empty(
         as_xp(xp, [3, 4, 7], np.uint64), counted(xp, [1, 0, 6], packed),
         as_xp(xp, [0, 2, 3, 5], np.int64))
     keys, bitmaps, offsets, first, last = (host(x) for x in (keys, bitmaps, offsets, first,
@@ -564,6 +564,25 @@ def test_drop_empty_blocks_before_the_multiply(xp, packed):
     assert keys.tolist() == [3, 7] and bitmaps.tolist() == [1, 6]
     assert offsets.tolist() == [0, 1, 3] and nnz == 3
     assert first.tolist() == [0, 3] and last.tolist() == [2, 5]
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_drop_empty_finds_the_block_of_each_warp(xp, packed):
+    # kept blocks of 20, 30, 64 and 1 values: values 0, 32, 64, 96 lie in
+    # kept blocks 0, 1, 2, 2, which the multiply's warps start from
+    full = 2**64 - 1
+    bitmaps = [(1 << 20) - 1, 0, (1 << 30) - 1, full, 0, 1 << 63]
+    n = len(bitmaps)
+    got = compact_mod.drop_empty(as_xp(xp, list(range(n)), np.uint64),
+                                 counted(xp, bitmaps, packed),
+                                 as_xp(xp, list(range(n + 1)), np.int64))
+    offsets = host(got.offsets)
+    assert offsets.tolist() == [0, 20, 50, 114, 115] and got.nnz == 115
+    if xp is np:
+        assert got.warp_block is None  # the host's multiply needs none
+    else:
+        want = np.searchsorted(offsets, np.arange(0, got.nnz, 32), side="right") - 1
+        assert host(got.warp_block).tolist() == want.tolist() == [0, 1, 2, 2]
 
 
 @pytest.mark.parametrize("packed", [True, False])

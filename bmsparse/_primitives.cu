@@ -4,21 +4,15 @@
 // any length. CuPy's cumsum takes several launches (about 45 us of host time
 // for 20,000 elements on an H200), and a scan by one thread block walking
 // tile after tile took 30-46 us for 40,000 elements: one memory latency per
-// tile. Here every tile has its own thread block and they run at once; a
-// tile learns the sum of the tiles before it by a decoupled look-back:
-// each tile publishes its own sum as soon as it has it (flag 1), and its
-// inclusive prefix once it knows it (flag 2); a tile's first warp reads the
-// flags of the 32 tiles before it at a time, adding sums back to the
-// nearest published prefix. Tiles take their numbers from a ticket in
-// launch order, so a tile only waits for tiles that are already running.
+// tile. Here every tile has its own thread block and they run at once (a
+// decoupled look-back: _cuda/scan.cuh).
 //   long long in[n]                   - values
 //   long long n
 //   long long out[n + shift]          - out: the scan; with shift 0 inclusive
 //                                       (may alias in: a tile reads its own
 //                                       elements only, before writing them),
 //                                       with shift 1 exclusive (out[0] = 0)
-//   long long state[1 + 3 * ntiles]   - zeroed: the ticket, then per tile its
-//                                       flag, its sum, its inclusive prefix
+//   long long state[1 + 3 * ntiles]   - zeroed (_cuda/scan.cuh)
 //   long long ntiles                  - ceil(n / BMSPARSE_SCAN_TILE)
 //   long long shift                   - 0 or 1
 //   long long report[n / every]       - out, when every > 0: report[k - 1] =
@@ -34,97 +28,31 @@
 // bmsparse_sort_segment_chunks: sorts uint64 codes whose segments (runs of
 // codes already ordered against each other, such as the tasks of one block
 // row) are short, in shared memory, one thread block per chunk of segments.
-#define BMSPARSE_SCAN_THREADS 256
-#define BMSPARSE_SCAN_ITEMS 8
-#define BMSPARSE_SCAN_TILE (BMSPARSE_SCAN_THREADS * BMSPARSE_SCAN_ITEMS)
-
-// the sum of tiles [0, tile): run by one whole warp
-__device__ __forceinline__ long long scan_look_back(long long tile, long long ntiles,
-                                                    long long* state, int lane)
-{
-    volatile long long* flags = state + 1;
-    volatile long long* sums = state + 1 + ntiles;
-    volatile long long* prefixes = state + 1 + 2 * ntiles;
-    long long prefix = 0;
-    for (long long last = tile - 1;; last -= 32) {
-        const long long j = last - lane;
-        long long flag = j >= 0 ? flags[j] : 2;
-        while (__any_sync(0xffffffffu, flag == 0)) {
-            if (flag == 0) flag = flags[j];
-        }
-        __threadfence();  // the sums and prefixes read below were written before the flags
-        const unsigned int known = __ballot_sync(0xffffffffu, flag == 2);
-        const int stop = known ? __ffs(known) - 1 : 32;  // nearest tile with a prefix
-        long long v = 0;
-        if (lane < stop) v = sums[j];
-        else if (lane == stop && j >= 0) v = prefixes[j];
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-        prefix += v;
-        if (known) return prefix;
-    }
-}
+#include "_cuda/scan.cuh"
 
 extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS)
 bmsparse_scan(const long long* in, long long n, long long* out, long long* state,
               long long ntiles, long long shift, long long* report, long long every)
 {
-    __shared__ long long items[BMSPARSE_SCAN_TILE];
-    __shared__ long long warp_sums[BMSPARSE_SCAN_THREADS / 32];
-    __shared__ long long tile_number, tile_prefix;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (threadIdx.x == 0) tile_number = (long long)atomicAdd((unsigned long long*)state, 1ull);
-    __syncthreads();
-    const long long tile = tile_number;
+    __shared__ long long items[BMSPARSE_SCAN_SLOTS];
+    const long long tile = scan_ticket(state);
     const long long base = tile * BMSPARSE_SCAN_TILE;
     // coalesced loads through shared memory; thread t then owns ITEMS
     // consecutive elements
 #pragma unroll
     for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
         const long long i = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
-        items[k * BMSPARSE_SCAN_THREADS + threadIdx.x] = i < n ? in[i] : 0;
+        items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)] = i < n ? in[i] : 0;
     }
     __syncthreads();
     long long v[BMSPARSE_SCAN_ITEMS];
     long long sum = 0;
 #pragma unroll
     for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
-        v[k] = items[threadIdx.x * BMSPARSE_SCAN_ITEMS + k];
+        v[k] = items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)];
         sum += v[k];
     }
-    long long x = sum;  // inclusive scan of the thread sums, warp then block
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const long long y = __shfl_up_sync(0xffffffffu, x, d);
-        if (lane >= d) x += y;
-    }
-    if (lane == 31) warp_sums[warp] = x;
-    __syncthreads();
-    long long before = 0, total = 0;
-#pragma unroll
-    for (int w = 0; w < BMSPARSE_SCAN_THREADS / 32; ++w) {
-        before += w < warp ? warp_sums[w] : 0;
-        total += warp_sums[w];
-    }
-    if (warp == 0) {
-        volatile long long* flags = state + 1;
-        volatile long long* sums = state + 1 + ntiles;
-        volatile long long* prefixes = state + 1 + 2 * ntiles;
-        if (tile > 0 && lane == 0) {
-            sums[tile] = total;
-            __threadfence();
-            flags[tile] = 1;
-        }
-        const long long prefix = tile > 0 ? scan_look_back(tile, ntiles, state, lane) : 0;
-        if (lane == 0) {
-            prefixes[tile] = prefix + total;
-            __threadfence();
-            flags[tile] = 2;
-            tile_prefix = prefix;
-        }
-    }
-    __syncthreads();
-    long long running = tile_prefix + before + x - sum;
+    long long running = scan_thread_prefix(sum, tile, ntiles, state).thread;
     // this thread's elements are [first, first + ITEMS): one division finds
     // the first of them that ends a reported range
     const long long first = base + threadIdx.x * BMSPARSE_SCAN_ITEMS;
@@ -132,7 +60,7 @@ bmsparse_scan(const long long* in, long long n, long long* out, long long* state
 #pragma unroll
     for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
         running += v[k];
-        items[threadIdx.x * BMSPARSE_SCAN_ITEMS + k] = running;
+        items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)] = running;
         if (first + k == reported && reported < n) {
             report[reported / every] = running;
             reported += every;
@@ -143,7 +71,7 @@ bmsparse_scan(const long long* in, long long n, long long* out, long long* state
 #pragma unroll
     for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
         const long long i = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
-        if (i < n) out[i + shift] = items[k * BMSPARSE_SCAN_THREADS + threadIdx.x];
+        if (i < n) out[i + shift] = items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)];
     }
 }
 

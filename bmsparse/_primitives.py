@@ -13,9 +13,9 @@ _KERNELS = "_primitives.cu"
 _kernels.register(_KERNELS, {"bmsparse_scan": (),
                              "bmsparse_sort_segment_chunks": ()})
 
-#: elements per thread block of the scan (``_primitives.cu``)
-_SCAN_THREADS = 256
-_SCAN_TILE = _SCAN_THREADS * 8
+#: threads and elements per thread block of the one-launch scans (``_cuda/scan.cuh``)
+SCAN_THREADS = 256
+SCAN_TILE = SCAN_THREADS * 8
 
 
 def cumsum(xp: Any, a: Any) -> Any:
@@ -32,25 +32,32 @@ def _scan_into(a: Any, out: Any, shift: int = 0, report: int | None = None,
     """``out[shift:] = cumsum(a)`` for int64 device arrays, ``out[0] = 0`` with
     shift 1 (with shift 0 ``out`` may be ``a``); with ``every``, the sums of
     ``a[:every]``, ``a[:2 * every]``, ... are also written at ``report``."""
-    import cupy
 
     n = a.shape[0]
     if n == 0:
         if shift:
             out[:1] = 0
         return
-    ntiles = -(-n // _SCAN_TILE)
-    # a ticket, per tile 3 words; raw memory and NumPy scalars, launched
-    # without the casts: a scan sits in every small product
-    state = cupy.cuda.alloc(8 * (1 + 3 * ntiles))
-    state.memset_async(0, 8 * (1 + 3 * ntiles))
+    state, ntiles = scan_state(n)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_scan")
     i64 = np.int64
-    _kernels.launch(kernel, ntiles * _SCAN_THREADS,
+    # NumPy scalars, launched without the casts: a scan sits in every small product
+    _kernels.launch(kernel, ntiles * SCAN_THREADS,
                     (a if a._c_contiguous else a.copy(), i64(n), out, np.uint64(state.ptr),
                      i64(ntiles), i64(shift), np.uint64(report or 0),
                      i64(every if report else 0)),
-                    block=_SCAN_THREADS, cast=False)
+                    block=SCAN_THREADS, cast=False)
+
+
+def scan_state(n: int) -> tuple[Any, int]:
+    """The zeroed state of a one-launch scan of ``n`` items (``_cuda/scan.cuh``),
+    as raw device memory (a ticket, then 3 words per tile), and its tiles."""
+    import cupy
+
+    ntiles = -(-n // SCAN_TILE)
+    state = cupy.cuda.alloc(8 * (1 + 3 * ntiles))
+    state.memset_async(0, 8 * (1 + 3 * ntiles))
+    return state, ntiles
 
 
 def stable_argsort(xp: Any, a: Any) -> Any:

@@ -15,14 +15,17 @@
 //      the rows are, for the segment sort of ../_primitives.cu. When block
 //      rows have few A blocks and tasks, bmsparse_tasks_rank replaces steps 2
 //      to 4: it ranks each block row's tasks among themselves, no sort.
-//   4. bmsparse_tasks_unpack : per sorted position s, its A and B block and
-//                              whether it starts an output block's run
-//   5. bmsparse_tasks_heads  : per run start, c_ptr and c_keys
+//   4. bmsparse_tasks_unpack : per sorted position s, its A and B block
+//   5. bmsparse_tasks_run_heads : where an output block's run starts, its
+//                              c_ptr and c_keys, numbered by a scan in the
+//                              same launch
 //
-// Launch: one thread per item named in each kernel, 1-D grid.
+// Launch: one thread per item named in each kernel, 1-D grid (run_heads:
+// as a scan, ../_cuda/scan.cuh).
 // Work: O(a_nblocks log b_nblocks + ntasks log a_nblocks). Deterministic.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
+#include "../_cuda/scan.cuh"
 
 // first index in sorted ends[0, n) whose value is > t: the A block of task t
 __device__ __forceinline__ long long owner_of(const long long* ends, long long n, long long t) {
@@ -94,13 +97,11 @@ extern "C" __global__ void bmsparse_tasks_expand(
 //   long long order[ntasks]     - null, or the sorting permutation (then task_bits = 0)
 //   long long ends[a_nblocks], lo[a_nblocks], counts[a_nblocks]
 //   long long task_a[ntasks], task_b[ntasks] - out
-//   long long heads[ntasks]     - out: 1 where an output block's run starts, else 0
 extern "C" __global__ void bmsparse_tasks_unpack(
     const u64* __restrict__ sorted, const long long* __restrict__ order, long long ntasks,
     long long task_bits, const long long* __restrict__ ends, long long a_nblocks,
     const long long* __restrict__ lo, const long long* __restrict__ counts,
-    long long* __restrict__ task_a, long long* __restrict__ task_b,
-    long long* __restrict__ heads)
+    long long* __restrict__ task_a, long long* __restrict__ task_b)
 {
     long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (s >= ntasks) return;
@@ -109,27 +110,64 @@ extern "C" __global__ void bmsparse_tasks_unpack(
     const long long a = owner_of(ends, a_nblocks, t);
     task_a[s] = a;
     task_b[s] = lo[a] + t - (ends[a] - counts[a]);
-    heads[s] = (s == 0 || (sorted[s - 1] >> task_bits) != (code >> task_bits)) ? 1 : 0;
 }
 
-//   u64       sorted[ntasks]    - as for unpack
-//   long long heads[ntasks], rank[ntasks] - run starts and their inclusive scan
-//   long long col_bits, task_bits
-//   long long c_ptr[c_nblocks + 1] - out (c_ptr[c_nblocks] = ntasks)
-//   u64       c_keys[c_nblocks]    - out
-extern "C" __global__ void bmsparse_tasks_heads(
-    const u64* __restrict__ sorted, const long long* __restrict__ heads,
-    const long long* __restrict__ rank, long long ntasks, long long col_bits,
-    long long task_bits, long long* __restrict__ c_ptr, u64* __restrict__ c_keys)
+// The output blocks of the sorted tasks: a run starts where a task's key
+// differs from the one before, and the one-launch scan of those starts
+// (../_cuda/scan.cuh) numbers the runs in the same pass, so no flags or
+// ranks are stored.
+//   u64       sorted[ntasks]    - as for unpack: the key of a task is code >> task_bits,
+//                                 its block row key >> col_bits, its block column the
+//                                 low col_bits of the key
+//   long long ntasks, col_bits, task_bits
+//   long long state[1 + 3 * ntiles], ntiles - the scan's (zeroed), ceil(ntasks /
+//                                 BMSPARSE_SCAN_TILE)
+//   long long c_ptr[ntasks + 1] - out: first task of run q (q < c_nblocks), and
+//                                 c_ptr[c_nblocks] = ntasks
+//   u64       c_keys[ntasks]    - out: key of output block q (q < c_nblocks)
+//   long long report[1]         - out: c_nblocks (may be page-locked host memory)
+extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_tasks_run_heads(
+    const u64* __restrict__ sorted, long long ntasks, long long col_bits, long long task_bits,
+    long long* state, long long ntiles, long long* __restrict__ c_ptr,
+    u64* __restrict__ c_keys, long long* report)
 {
-    long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (s >= ntasks) return;
-    if (s == ntasks - 1) c_ptr[rank[s]] = ntasks;
-    if (!heads[s]) return;
-    const long long q = rank[s] - 1;
-    const u64 key = sorted[s] >> task_bits;
-    c_ptr[q] = s;
-    c_keys[q] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
+    __shared__ u64 keys[BMSPARSE_SCAN_SLOTS];
+    __shared__ short starts_at[BMSPARSE_SCAN_TILE];  // the tile's run starts, in order
+    const long long tile = scan_ticket(state);
+    const long long base = tile * BMSPARSE_SCAN_TILE;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {  // coalesced, through shared memory
+        const int i = k * BMSPARSE_SCAN_THREADS + threadIdx.x;
+        keys[scan_slot(i)] = base + i < ntasks ? sorted[base + i] >> task_bits : 0;
+    }
+    __syncthreads();
+    // this thread's tasks are [first, first + ITEMS); bit k: task first + k starts a run
+    const int own = threadIdx.x * BMSPARSE_SCAN_ITEMS;
+    const long long first = base + own;
+    u64 before = own ? keys[scan_slot(own - 1)] : base ? sorted[base - 1] >> task_bits : 0;
+    unsigned int starts = 0;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        const u64 key = keys[scan_slot(own + k)];
+        if (first + k < ntasks && (first + k == 0 || key != before)) starts |= 1u << k;
+        before = key;
+    }
+    const ScanPrefix prefix = scan_thread_prefix(__popc(starts), tile, ntiles, state);
+    // the starts listed in shared memory, then written out coalesced
+    for (int h = (int)(prefix.thread - prefix.tile); starts; starts &= starts - 1u, ++h)
+        starts_at[h] = (short)(own + __ffs(starts) - 1);
+    __syncthreads();
+    const u64 col_mask = (1ull << col_bits) - 1ull;
+    for (int h = threadIdx.x; h < prefix.total; h += BMSPARSE_SCAN_THREADS) {
+        const int i = starts_at[h];
+        const u64 key = keys[scan_slot(i)];
+        c_ptr[prefix.tile + h] = base + i;
+        c_keys[prefix.tile + h] = make_key(key >> col_bits, key & col_mask);
+    }
+    if (tile == ntiles - 1 && threadIdx.x == 0) {
+        c_ptr[prefix.tile + prefix.total] = ntasks;
+        *report = prefix.tile + prefix.total;
+    }
 }
 
 // a block row the rank kernel leaves to a sort: spans counts what rank lists
@@ -445,16 +483,6 @@ extern "C" __global__ void bmsparse_tasks_place_heavy(
     task_a[s] = a;
     task_b[s] = lo[a] + t - (ends[a] - counts[a]);
     keys[s] = make_key(key >> col_bits, key & ((1ull << col_bits) - 1ull));
-}
-
-//   u64       keys[ntasks]      - output keys of the sorted tasks
-//   long long heads[ntasks]     - out: 1 where an output block's run starts, else 0
-extern "C" __global__ void bmsparse_tasks_key_heads(
-    const u64* __restrict__ keys, long long ntasks, long long* __restrict__ heads)
-{
-    long long s = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (s >= ntasks) return;
-    heads[s] = (s == 0 || keys[s - 1] != keys[s]) ? 1 : 0;
 }
 
 // ---- masked task lists: pairs generated from the mask's blocks ---------------

@@ -13,9 +13,10 @@ kernel of ``tasks.cu`` (and CuPy's sort), on the host NumPy:
 3. sort the codes (keys only). Ties are broken by task number and A's keys
    are sorted, so an output block's pairs come in ascending j: this fixes the
    summation order of every output entry;
-4. unpack: each sorted code gives back its A and B block, and whether it
-   starts a new output block;
-5. heads: a scan of the starts gives ``c_ptr`` and ``c_keys``.
+4. unpack: each sorted code gives back its A and B block;
+5. run heads: where a code's output key differs from the one before, an
+   output block starts; a scan of those starts gives ``c_ptr`` and
+   ``c_keys`` (on the GPU in the same launch).
 
 When the three fields do not fit in 64 bits, step 3 is a stable argsort of
 the full output keys instead (``col_bits = 32``, ``task_bits = 0``).
@@ -44,11 +45,10 @@ _kernels.register(_KERNELS, {
     "bmsparse_tasks_ranges": (),
     "bmsparse_tasks_expand": (),
     "bmsparse_tasks_unpack": (),
-    "bmsparse_tasks_heads": (),
+    "bmsparse_tasks_run_heads": (),
     "bmsparse_tasks_spans": (),
     "bmsparse_tasks_rank": (),
     "bmsparse_tasks_place_heavy": (),
-    "bmsparse_tasks_key_heads": (),
     "bmsparse_tasks_sort_heavy": (),
     "bmsparse_tasks_masked_count": (),
     "bmsparse_tasks_masked_pairs": (),
@@ -176,7 +176,7 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     if xp is not np and 2 * rows.heavy_tasks <= ntasks and (packs or not rows.heavy_tasks):
         task_a, task_b, keys = merge(ends, lo, counts, a_keys, b_keys, rows, col_bits,
                                      task_bits)
-        return _grouped(xp, task_a, task_b, keys, _key_heads(keys), KEY_SHIFT, 0)
+        return TaskList(task_a, task_b, *run_heads(keys, KEY_SHIFT, 0))
     if packs:
         codes = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
         sorted_codes = sort_segments(codes, rows.row_first, rows.max_span, rows.long_tasks)
@@ -186,8 +186,8 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
         full = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
         order = stable_argsort(xp, full)
         sorted_codes = full[order]
-    task_a, task_b, heads = unpack(sorted_codes, order, task_bits, ends, lo, counts)
-    return _grouped(xp, task_a, task_b, sorted_codes, heads, col_bits, task_bits)
+    task_a, task_b = unpack(sorted_codes, order, task_bits, ends, lo, counts)
+    return TaskList(task_a, task_b, *run_heads(sorted_codes, col_bits, task_bits))
 
 
 def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any, max_bytes: Budget = None,
@@ -337,16 +337,6 @@ def _masked_matches(m_keys: np.ndarray, a_keys: np.ndarray, bt_keys: np.ndarray,
     return owner[found], x[found].astype(np.int64), y[found].astype(np.int64)
 
 
-def _grouped(xp: Any, task_a: Any, task_b: Any, sorted_codes: Any, heads: Any,
-             col_bits: int, task_bits: int) -> TaskList:
-    """The task list, from sorted tasks and the starts of their output blocks."""
-    run_rank = cumsum(xp, heads)
-    # sync: number of output blocks
-    c_nblocks = _readback.read_last(run_rank) if heads.shape[0] else 0
-    c_ptr, c_keys = run_heads(sorted_codes, heads, run_rank, c_nblocks, col_bits, task_bits)
-    return TaskList(task_a, task_b, c_keys, c_ptr)
-
-
 class RowStats(NamedTuple):
     """Block rows of A in the task list (the GPU's choice of sort)."""
 
@@ -426,16 +416,6 @@ def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowSt
     return task_a, task_b, keys
 
 
-def _key_heads(keys: Any) -> Any:
-    import cupy
-
-    n = keys.shape[0]
-    heads = cupy.empty(n, dtype=cupy.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_key_heads")
-    _kernels.launch(kernel, n, (keys, n, heads))
-    return heads
-
-
 def ranges(a_keys: Any, b_keys: Any, b_ptr: Any = None) -> tuple[Any, Any]:
     """First B block of block row j and their count (int64), for each A block (i, j)
     (``b_ptr``: B's block-row pointer, or None)."""
@@ -475,8 +455,8 @@ def expand(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, ntasks: in
 
 
 def unpack(sorted_codes: Any, order: Any, task_bits: int, ends: Any, lo: Any,
-           counts: Any) -> tuple[Any, Any, Any]:
-    """A block, B block and run-start flag (int64 [ntasks] each) of the sorted tasks."""
+           counts: Any) -> tuple[Any, Any]:
+    """A block and B block (int64 [ntasks] each) of the sorted tasks."""
     xp = get_array_module(sorted_codes, order, ends, lo, counts)
     n = sorted_codes.shape[0]
     if xp is np:
@@ -484,34 +464,44 @@ def unpack(sorted_codes: Any, order: Any, task_bits: int, ends: Any, lo: Any,
             sorted_codes & np.uint64((1 << task_bits) - 1)).astype(np.int64)
         a = np.searchsorted(ends, t, side="right").astype(np.int64)
         b = lo[a] + t - (ends[a] - counts[a])
-        keys = sorted_codes >> np.uint64(task_bits)
-        heads = np.ones(n, dtype=np.int64)
-        heads[1:] = keys[1:] != keys[:-1]
-        return a, b, heads
+        return a, b
     task_a = xp.empty(n, dtype=xp.int64)
     task_b = xp.empty(n, dtype=xp.int64)
-    heads = xp.empty(n, dtype=xp.int64)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_unpack")
     _kernels.launch(kernel, n, (sorted_codes, order if order is not None else np.uint64(0),
                                 n, task_bits, ends, ends.shape[0], lo, counts, task_a,
-                                task_b, heads))
-    return task_a, task_b, heads
+                                task_b))
+    return task_a, task_b
 
 
-def run_heads(sorted_codes: Any, heads: Any, rank: Any, c_nblocks: int, col_bits: int,
-              task_bits: int) -> tuple[Any, Any]:
-    """``c_ptr`` (int64 [c_nblocks + 1]) and ``c_keys`` (uint64 [c_nblocks])."""
-    xp = get_array_module(sorted_codes, heads, rank)
+def run_heads(sorted_codes: Any, col_bits: int, task_bits: int) -> tuple[Any, Any]:
+    """``c_keys`` (uint64 [c_nblocks]) and ``c_ptr`` (int64 [c_nblocks + 1]) of
+    sorted codes: an output block starts where ``code >> task_bits`` changes.
+
+    On the GPU one launch finds and numbers the starts (see ``tasks.cu``), and
+    one sync reads their number: the arrays are views of ntasks-long buffers.
+    """
+    xp = get_array_module(sorted_codes)
     n = sorted_codes.shape[0]
     if xp is np:
-        starts = np.flatnonzero(heads)
-        keys = sorted_codes[starts] >> np.uint64(task_bits)
+        keys = sorted_codes >> np.uint64(task_bits)
+        starts = np.flatnonzero(np.append(n > 0, keys[1:] != keys[:-1]))
+        keys = keys[starts]
         c_keys = ((keys >> np.uint64(col_bits)) << np.uint64(KEY_SHIFT)) | (
             keys & np.uint64((1 << col_bits) - 1))
-        return np.append(starts, n).astype(np.int64), c_keys
-    c_ptr = xp.zeros(c_nblocks + 1, dtype=xp.int64)
-    c_keys = xp.empty(c_nblocks, dtype=xp.uint64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_heads")
-    _kernels.launch(kernel, n, (sorted_codes, heads, rank, n, col_bits, task_bits, c_ptr,
-                                c_keys))
-    return c_ptr, c_keys
+        return c_keys, np.append(starts, n).astype(np.int64)
+    if n == 0:
+        return xp.empty(0, dtype=xp.uint64), xp.zeros(1, dtype=xp.int64)
+    c_ptr = xp.empty(n + 1, dtype=xp.int64)
+    c_keys = xp.empty(n, dtype=xp.uint64)
+    state, ntiles = _primitives.scan_state(n)
+    report = _readback.host_words(1)
+    on_device = xp.empty(1, dtype=xp.int64) if report is None else None
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_run_heads")
+    _kernels.launch(kernel, ntiles * _primitives.SCAN_THREADS, (
+        sorted_codes, n, col_bits, task_bits, np.uint64(state.ptr), ntiles, c_ptr, c_keys,
+        np.uint64(report) if on_device is None else on_device), block=_primitives.SCAN_THREADS)
+    # sync: the number of output blocks
+    c_nblocks = _readback.take_words(1)[0] if on_device is None else _readback.read_last(
+        on_device)
+    return c_keys[:c_nblocks], c_ptr[:c_nblocks + 1]

@@ -190,6 +190,30 @@ def test_tasks(name, xp):
     assert got.ntasks == len(want.task_a)
 
 
+@pytest.mark.parametrize("mapped", [True, False])
+@pytest.mark.parametrize("col_bits, task_bits", [(32, 0), (7, 13)])
+def test_run_heads_across_scan_tiles(col_bits, task_bits, mapped, xp, monkeypatch):
+    # runs of 1 to 5,000 codes over about 30 of the GPU scan's tiles (2,048
+    # codes, 8 a thread): starts inside and at the edges of threads and
+    # tiles, runs longer than a tile, and a last tile only partly full
+    if not mapped:  # the count read back from device memory instead of host memory
+        monkeypatch.setattr(_readback, "host_words", lambda nwords: None)
+    rng = np.random.default_rng(col_bits)
+    lengths = np.concatenate([rng.integers(1, 4, 9000), [8, 8, 2048, 1, 2047, 5000, 2049],
+                              rng.integers(1, 20, 2000)])
+    rng.shuffle(lengths)
+    nruns, n = lengths.shape[0], int(lengths.sum())
+    keys = np.sort(rng.choice(1 << 20, nruns, replace=False)).astype(np.uint64)
+    tasks = np.concatenate([np.sort(rng.integers(0, 1 << task_bits, size=length))
+                            for length in lengths]).astype(np.uint64)
+    codes = (np.repeat(keys, lengths) << np.uint64(task_bits)) | tasks
+    c_keys, c_ptr = tasks_mod.run_heads(xp.asarray(codes), col_bits, task_bits)
+    row, col = keys >> np.uint64(col_bits), keys & np.uint64((1 << col_bits) - 1)
+    assert host(c_keys).tolist() == ((row << np.uint64(32)) | col).tolist()
+    assert host(c_ptr).tolist() == [0, *np.cumsum(lengths).tolist()]
+    assert host(c_ptr)[-1] == n
+
+
 def test_tasks_by_hand(xp):
     # A has blocks (0,0) (0,2) (1,1); B has blocks (0,0) (0,1) (1,1) (2,0).
     #   A(0,0) pairs with B(0,0), B(0,1)   -> tasks 0, 1 -> C(0,0), C(0,1)

@@ -32,7 +32,6 @@ def _scan_into(a: Any, out: Any, shift: int = 0, report: int | None = None,
     """``out[shift:] = cumsum(a)`` for int64 device arrays, ``out[0] = 0`` with
     shift 1 (with shift 0 ``out`` may be ``a``); with ``every``, the sums of
     ``a[:every]``, ``a[:2 * every]``, ... are also written at ``report``."""
-
     n = a.shape[0]
     if n == 0:
         if shift:

@@ -16,6 +16,8 @@
 // coalesced loads (thread t, item k * THREADS + t) and a thread's own items
 // (thread t, item t * ITEMS + k) are free of bank conflicts.
 #pragma once
+// block_exclusive_scan
+#include "grid.cuh"
 
 #define BMSPARSE_SCAN_THREADS 256
 #define BMSPARSE_SCAN_ITEMS 8
@@ -70,28 +72,18 @@ __device__ __forceinline__ long long scan_ticket(long long* state)
 
 // The sums before this thread's first item and before the tile's, over the
 // whole grid, given `sum`, the sum of this thread's items; called by every
-// thread of the tile once, after scan_ticket.
+// thread of the tile once, after scan_ticket. (Unsigned sums inside: the
+// same bits as signed ones.)
 __device__ __forceinline__ ScanPrefix scan_thread_prefix(long long sum, long long tile,
                                                          long long ntiles, long long* state)
 {
-    __shared__ long long warp_sums[BMSPARSE_SCAN_THREADS / 32];
+    __shared__ u64 warp_sums[32];
     __shared__ long long tile_prefix;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    long long x = sum;  // inclusive scan of the thread sums, warp then block
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const long long y = __shfl_up_sync(0xffffffffu, x, d);
-        if (lane >= d) x += y;
-    }
-    if (lane == 31) warp_sums[warp] = x;
-    __syncthreads();
-    long long before = 0, total = 0;
-#pragma unroll
-    for (int w = 0; w < BMSPARSE_SCAN_THREADS / 32; ++w) {
-        before += w < warp ? warp_sums[w] : 0;
-        total += warp_sums[w];
-    }
-    if (warp == 0) {
+    u64 tile_sum;
+    const long long before = (long long)block_exclusive_scan((u64)sum, warp_sums, &tile_sum);
+    const long long total = (long long)tile_sum;
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
         volatile long long* flags = state + 1;
         volatile long long* sums = state + 1 + ntiles;
         volatile long long* prefixes = state + 1 + 2 * ntiles;
@@ -109,5 +101,5 @@ __device__ __forceinline__ ScanPrefix scan_thread_prefix(long long sum, long lon
         }
     }
     __syncthreads();
-    return ScanPrefix{tile_prefix + before + x - sum, tile_prefix, total};
+    return ScanPrefix{tile_prefix + before, tile_prefix, total};
 }

@@ -50,7 +50,7 @@ EXTRA_NAMES = {"transfer_csr": "host -> device transfer (CSR)",
                "conversion_csr": "CSR -> bitmap (from_cupyx)",
                "spgemm_call": "spgemm call, timed whole",
                "to_csr": "bitmap -> CSR (C.tocsr())",
-               "end_to_end": "end to end from CSR (CSR->bmp, spgemm, bmp->CSR)"}
+               "end_to_end": "end to end from CSR (CSR->bmp, spgemm writing CSR)"}
 
 CPU_SCALE = 0.01
 SCIPY_REPEAT_ON_GPU = 3

@@ -10,7 +10,8 @@ import numpy as np
 from . import _readback, convert
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
-from ._sputils import check_dtype, check_shape, get_array_module, upcast
+from ._sputils import (check_cupyx_dtype, check_dtype, check_shape, csr_from_arrays,
+                       get_array_module, upcast)
 
 
 class _BlockArray:
@@ -479,9 +480,8 @@ class BitmapMatrix:
 
     def tocoo(self) -> Any:
         """COO form in the same library: scipy ``coo_array`` or cupyx ``coo_matrix``."""
-        if self.on_device and self.dtype not in _CUPYX_DTYPES:
-            raise TypeError(f"cupyx.scipy.sparse does not support dtype {self.dtype.name}; "
-                            f"use get().tocoo() or astype() first")
+        if self.on_device:
+            check_cupyx_dtype(self.dtype, "get().tocoo() or astype()")
         rows, cols = self._coo_indices()
         if self.on_device:
             import cupyx.scipy.sparse as csp
@@ -497,20 +497,9 @@ class BitmapMatrix:
         Column indices come out sorted and without duplicates; no sort is
         needed.
         """
-        if self.on_device and self.dtype not in _CUPYX_DTYPES:
-            raise TypeError(f"cupyx.scipy.sparse does not support dtype {self.dtype.name}; "
-                            f"use to_scipy() or astype() first")
-        indptr, indices, data = self._csr_arrays()
         if self.on_device:
-            import cupyx.scipy.sparse as csp
-
-            out = csp.csr_matrix((data, indices, indptr), shape=self.shape)
-        else:
-            import scipy.sparse as sp
-
-            out = sp.csr_array((data, indices, indptr), shape=self.shape)
-        out.has_sorted_indices = True
-        return out
+            check_cupyx_dtype(self.dtype, "to_scipy() or astype()")
+        return csr_from_arrays(self._xp(), *self._csr_arrays(), self.shape)
 
     def _csr_arrays(self, values: bool = True) -> tuple[Any, Any, Any]:
         """indptr, indices, data; without ``values``, data of ones (bool)."""
@@ -846,11 +835,6 @@ class BitmapMatrix:
         index = self.offsets[pos] + popcount(bitmap & ((xp.uint64(1) << bit) - xp.uint64(1)))
         values = xp.concatenate([self.values, xp.zeros(1, dtype=self.dtype)])
         return values[xp.where(present, index, self.values.shape[0])]
-
-
-#: value dtypes cupyx.scipy.sparse can hold
-_CUPYX_DTYPES = tuple(np.dtype(t) for t in ("bool", "float32", "float64", "complex64",
-                                             "complex128"))
 
 
 def _check_blocks(xp: Any, m: BitmapMatrix) -> None:

@@ -25,6 +25,34 @@ def get_index_dtype(maxval: int) -> np.dtype:
     return np.dtype(np.int32) if maxval <= INT32_LIMIT else np.dtype(np.int64)
 
 
+#: value dtypes cupyx.scipy.sparse can hold
+CUPYX_DTYPES: tuple[np.dtype, ...] = tuple(
+    np.dtype(t) for t in ("bool", "float32", "float64", "complex64", "complex128"))
+
+
+def check_cupyx_dtype(dtype: np.dtype, instead: str) -> None:
+    """TypeError, suggesting ``instead``, for a dtype cupyx.scipy.sparse cannot hold."""
+    if dtype not in CUPYX_DTYPES:
+        raise TypeError(f"cupyx.scipy.sparse does not support dtype {dtype.name}; "
+                        f"use {instead} first")
+
+
+def csr_from_arrays(xp: Any, indptr: Any, indices: Any, data: Any,
+                    shape: tuple[int, int]) -> Any:
+    """scipy ``csr_array`` (``xp`` NumPy) or cupyx ``csr_matrix`` over the
+    given arrays, whose column indices are sorted and distinct within rows."""
+    if xp is np:
+        import scipy.sparse as sp
+
+        out = sp.csr_array((data, indices, indptr), shape=shape)
+    else:
+        import cupyx.scipy.sparse as csp
+
+        out = csp.csr_matrix((data, indices, indptr), shape=shape)
+    out.has_sorted_indices = True
+    return out
+
+
 def supported_names() -> str:
     return ", ".join(d.name for d in SUPPORTED_DTYPES)
 

@@ -22,7 +22,7 @@
 // Bitmap -> CSR needs no sort: blocks are sorted by key and values are in bit
 // order, so every entry's place follows from popcounts and one scan:
 //   bmsparse_convert_segment_lengths : entries of each row of each block, numbered
-//                                      in CSR order (see csr_segment)
+//                                      in CSR order (see _cuda/csr.cuh)
 //   bmsparse_convert_csr_entries     : indptr, and indices and data of every entry
 //                                      (after a scan of the lengths)
 //
@@ -30,6 +30,7 @@
 // Deterministic: no atomics on values; duplicates are summed in input order.
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
+#include "_cuda/csr.cuh"
 
 #define BMSPARSE_ERR_ROW_NEGATIVE 1
 #define BMSPARSE_ERR_ROW_RANGE 2
@@ -263,26 +264,9 @@ extern "C" __global__ void bmsparse_convert_expand_entries(
     }
 }
 
-// Bitmap -> CSR: one warp per block row. Row r of block row i has its
-// entries in row r of every block of that block row, in block order; the
-// lanes take 32 blocks at a time, each loads its block's bitmap once, and a
-// warp scan of the lanes' row-r popcounts places each lane's entries, for
-// each of the 8 rows in turn.
-
-// Where every row segment goes: the entries of row r of block q of block
-// row i (a "segment", at most 8 entries) are contiguous in CSR, after those
-// of the earlier blocks' row r and of rows 8i .. 8i + r - 1 of block row i.
-// So the segments are numbered in CSR order, (block row i, row r, block q):
-//   segment(i, r, q) = 8 brow_ptr[i] + r len_i + (q - brow_ptr[i]),
-//   len_i = brow_ptr[i + 1] - brow_ptr[i],
-// and one exclusive scan of the segment lengths in that numbering gives every
-// segment's first place in CSR, and every row's start (its first segment's,
-// or for a row of an empty block row the place where it would be).
-__device__ __forceinline__ long long csr_segment(const long long* __restrict__ brow_ptr,
-                                                 long long i, long long q, int r) {
-    const long long first = brow_ptr[i];
-    return 8 * first + r * (brow_ptr[i + 1] - first) + (q - first);
-}
+// Bitmap -> CSR: the lengths of the row segments of every block (numbered in
+// CSR order, see _cuda/csr.cuh), one scan of them (convert.py), then every
+// entry written to its place.
 
 //   u64       keys[nblocks], bitmaps[nblocks]
 //   long long brow_ptr[nbrows + 1] - blocks of block row i: [brow_ptr[i], brow_ptr[i+1])
@@ -322,13 +306,7 @@ __global__ void bmsparse_convert_csr_entries(
     T* __restrict__ data)
 {
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (tid <= nrows) {
-        const long long i = tid >> 3;
-        // row nrows starts past every entry: the scan's last item
-        const long long at = tid == nrows ? 8 * nblocks
-                                          : csr_segment(brow_ptr, i, brow_ptr[i], (int)(tid & 7));
-        indptr[tid] = (I)places[at];
-    }
+    if (tid <= nrows) write_indptr(brow_ptr, places, nblocks, nrows, tid, indptr);
     const long long q = tid >> 5;
     if (q >= nblocks) return;
     const int lane = (int)(threadIdx.x & 31u);
@@ -338,10 +316,8 @@ __global__ void bmsparse_convert_csr_entries(
     for (int half = 0; half < 2; ++half) {
         const int bit = lane + 32 * half;
         if (!((bitmap >> bit) & 1ull)) continue;
-        const int r = bit >> 3, c = bit & 7;
-        const long long dst = places[csr_segment(brow_ptr, i, q, r)]
-                            + __popc(row_bits(bitmap, r) & ((1u << c) - 1u));
-        indices[dst] = (I)(col0 + c);
+        const long long dst = csr_place(brow_ptr, places, i, q, bitmap, bit);
+        indices[dst] = (I)(col0 + (bit & 7));
         if (values) data[dst] = values[offsets[q] + value_index(bitmap, bit)];
     }
 }

@@ -508,10 +508,28 @@ def bitmap_to_csr(keys: Any, bitmaps: Any, offsets: Any, values: Any,
                                brow_ptr)
 
 
-def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype, brow_ptr):
+def csr_places(keys: Any, bitmaps: Any, nrows: int, brow_ptr: Any = None) -> tuple[Any, Any]:
+    """Where the row segments of every block start in CSR, on the GPU.
+
+    Parameters
+    ----------
+    keys, bitmaps : uint64 [nblocks]
+        Canonical blocks (strictly increasing keys).
+    nrows : int
+        Rows of the matrix.
+    brow_ptr : int64 [nbrows + 1], optional
+        The block-row pointer, when known.
+
+    Returns
+    -------
+    brow_ptr : int64 [nbrows + 1]
+    places : int64 [8 * nblocks + 1]
+        Exclusive scan of the segment lengths in CSR order (``_cuda/csr.cuh``):
+        the first CSR index of every segment, then the number of entries.
+    """
     import cupy
 
-    nrows, nblocks = shape[0], keys.shape[0]
+    nblocks = keys.shape[0]
     if brow_ptr is None:
         brow_ptr = row_pointer(keys, nblocks_along(nrows))[0]
     lengths = cupy.empty(8 * nblocks, dtype=cupy.int64)
@@ -519,6 +537,14 @@ def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype,
     _kernels.launch(kernel, nblocks, (keys, bitmaps, brow_ptr, nblocks, lengths))
     places = exclusive_scan(cupy, lengths)
     del lengths  # 8 bytes a segment: not kept to the peak
+    return brow_ptr, places
+
+
+def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype, brow_ptr):
+    import cupy
+
+    nrows, nblocks = shape[0], keys.shape[0]
+    brow_ptr, places = csr_places(keys, bitmaps, nrows, brow_ptr)
     indptr = cupy.empty(nrows + 1, dtype=index_dtype)
     indices = cupy.empty(nnz, dtype=index_dtype)
     if values is None:

@@ -23,7 +23,8 @@ import numpy as np
 from .. import _readback
 from .._format import nblocks_along
 from .._matrix import BitmapMatrix
-from .._sputils import get_array_module, matmul_mismatch, upcast
+from .._sputils import (check_cupyx_dtype, csr_from_arrays, get_array_module, matmul_mismatch,
+                        upcast)
 from ..semiring import Semiring, get_semiring, plus_pair, plus_times
 from . import compact, count, lean, multiply, rowdense, rowmerge, rowscalar, slices, tasks
 
@@ -35,7 +36,7 @@ STAGES = ("tasks", "count", "multiply", "compact")
 def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any = None,
            complement: bool = False, dtype: Any = None, keep_zeros: bool = False,
            timings: dict[str, float] | None = None, max_memory: int | None = None,
-           output: str = "device") -> BitmapMatrix:
+           output: str = "device", format: str = "bitmap") -> Any:
     """Sparse matrix product ``a @ b`` of two bitmap matrices, in a semiring.
 
     Parameters
@@ -74,10 +75,16 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     output : {"device", "host"}
         Where C is assembled. "host" copies each slice of C to the host as
         soon as it is computed, for outputs larger than the device.
+    format : {"bitmap", "csr"}
+        C as a BitmapMatrix, or in CSR as :meth:`BitmapMatrix.tocsr` gives
+        it (cupyx ``csr_matrix`` on the GPU, scipy ``csr_array`` on the host).
+        With "csr" the task-list and merge strategies write C's values
+        straight to their CSR places: C in bitmap form is never made, which
+        saves its values' memory and the conversion pass.
 
     Returns
     -------
-    BitmapMatrix
+    BitmapMatrix, or CSR with ``format="csr"``
         (m, n), on the same side as the operands, dtype promoted as NumPy
         does; bool @ bool is a Boolean (pattern) product.
 
@@ -85,10 +92,11 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     ------
     ValueError
         The inner dimensions differ, the mask's shape is not (m, n), the
-        semiring is unknown, or ``output`` is unknown.
+        semiring is unknown, or ``output`` or ``format`` is unknown.
     TypeError
-        One operand on the host and one on the GPU, or a dtype the semiring
-        does not support.
+        One operand on the host and one on the GPU, a dtype the semiring
+        does not support, or with ``format="csr"`` on the GPU a dtype that
+        cupyx.scipy.sparse does not support.
     MemoryError
         One block row of A alone does not fit (the message says how much it
         needed and how much was available).
@@ -110,16 +118,20 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     then includes B's CSR form). The rest build a task list, which syncs 4
     to 6 times to size intermediate arrays.
     """
-    a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
-    b = b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)
+    a, b = _operands(a, b)
     if a.shape[1] != b.shape[0]:
         raise matmul_mismatch(a.shape, b.shape)
     if output not in ("device", "host"):
         raise ValueError(f"output must be 'device' or 'host', got {output!r}")
+    if format not in ("bitmap", "csr"):
+        raise ValueError(f"format must be 'bitmap' or 'csr', got {format!r}")
     sr = get_semiring(semiring)
     m = _check_mask(mask, (a.shape[0], b.shape[1]))
     xp = get_array_module(a.keys, b.keys, None if m is None else m.keys)
     sr, dtype = _result_type(sr, a.dtype, b.dtype, dtype)
+    csr = format == "csr"
+    if csr and xp is not np and output == "device":
+        check_cupyx_dtype(dtype, "format='bitmap' or another dtype")
     if sr.reads_values:
         a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
     drop_zeros = sr is plus_times and not keep_zeros
@@ -127,10 +139,10 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     value_bytes = 0 if sr.structural else dtype.itemsize * (2 if drop_zeros else 1)
 
     def product(a_part: BitmapMatrix, b_part: BitmapMatrix,
-                max_bytes: tasks.Budget = None) -> BitmapMatrix:
+                max_bytes: tasks.Budget = None, csr: bool = False) -> Any:
         stage_ms: dict[str, float] | None = {} if timings is not None else None
         c = _product(a_part, b_part, sr, dtype, _mask_rows(m, a_part, a), complement,
-                     drop_zeros, stage_ms, max_bytes, value_bytes)
+                     drop_zeros, stage_ms, max_bytes, value_bytes, csr=csr)
         if timings is not None:
             for stage, ms in stage_ms.items():
                 timings[stage] = timings.get(stage, 0.0) + ms
@@ -143,17 +155,17 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
         if path == "lean" and not sr.structural:
             c = _lean(a, b, sr, dtype, drop_zeros, timings)
             if c is not None:
-                return c
+                return _in_format(c, csr)
         find = _FINDERS.get(path)
         c = None if find is None else _merged(a, b, sr, dtype, drop_zeros, timings,
-                                               value_bytes, find)
+                                               value_bytes, find, csr)
         if c is not None:
-            return c
+            return _in_format(c, csr)
     if max_memory is None and (output == "device" or xp is np):
         try:
             # the task count, known at the task stage's first sync, is checked
             # against free memory before the task list is allocated
-            c, nslices = product(a, b, None if xp is np else slices.free_memory(xp)), 1
+            c, nslices = product(a, b, None if xp is np else slices.free_memory(xp), csr), 1
         except MemoryError:
             slices.free_pool(xp)
             c, nslices = slices.sliced_product(a, b, product, slices.device_budget(xp, None),
@@ -163,7 +175,20 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
         c, nslices = slices.sliced_product(a, b, product, budget, output, value_bytes)
     if timings is not None:
         timings["slices"] = nslices
-    return c
+    return _in_format(c, csr)
+
+
+def _operands(a: Any, b: Any) -> tuple[BitmapMatrix, BitmapMatrix]:
+    """Both operands as BitmapMatrix; one conversion when ``b`` is ``a`` (A @ A)."""
+    a_bm = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
+    if b is a:
+        return a_bm, a_bm
+    return a_bm, b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)
+
+
+def _in_format(c: Any, csr: bool) -> Any:
+    """C as asked: the BitmapMatrix itself, or its CSR (unless already CSR)."""
+    return c.tocsr() if csr and isinstance(c, BitmapMatrix) else c
 
 
 def strategy(a: BitmapMatrix, b: BitmapMatrix) -> str:
@@ -186,27 +211,34 @@ def strategy(a: BitmapMatrix, b: BitmapMatrix) -> str:
 def _by_pairs(accumulate: Any) -> Any:
     """A finder of :func:`_merged_product` from one of the merges
     (``rowdense.accumulate``, ``rowmerge.merge``): C's blocks with their
-    useful pairs, whose values :func:`multiply.multiply` computes."""
+    useful pairs, and the functions computing their values with
+    :func:`multiply.multiply` and :func:`multiply.multiply_csr`."""
 
     def find(a: BitmapMatrix, b: BitmapMatrix, reads_values: bool, structural: bool,
-             check: Any) -> tuple[Any, Any]:
+             check: Any) -> tuple[Any, Any, Any]:
         merged = accumulate(a, b, not structural, check)
+        pairs = (a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values,
+                 merged.task_a, merged.task_b, merged.c_ptr, None)
 
         def values(sr: Semiring, dtype: np.dtype, flag: Any) -> tuple[Any, Any]:
-            return multiply.multiply(
-                a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values,
-                merged.task_a, merged.task_b, merged.c_ptr, None, merged.c_bitmaps,
-                merged.c_offsets, merged.nnz, sr, dtype, merged.warp_block, flag)
+            return multiply.multiply(*pairs, merged.c_bitmaps, merged.c_offsets, merged.nnz,
+                                     sr, dtype, merged.warp_block, flag)
 
-        return merged, values
+        def values_csr(sr: Semiring, dtype: np.dtype, flag: Any) -> tuple[Any, ...]:
+            return multiply.multiply_csr(*pairs, merged.c_keys, merged.c_bitmaps,
+                                         merged.c_offsets, merged.nnz,
+                                         (a.shape[0], b.shape[1]), sr, dtype,
+                                         merged.warp_block, flag)
+
+        return merged, values, values_csr
 
     return find
 
 
 def _by_rows(a: BitmapMatrix, b: BitmapMatrix, reads_values: bool, structural: bool,
-             check: Any) -> tuple[Any, Any]:
-    """The finder of :func:`_merged_product` for :mod:`.rowscalar`."""
-    return rowscalar.find(a, b, reads_values, check)
+             check: Any) -> tuple[Any, Any, None]:
+    """The finder of :func:`_merged_product` for :mod:`.rowscalar` (no CSR writer)."""
+    return (*rowscalar.find(a, b, reads_values, check), None)
 
 
 _FINDERS = {"lean": _by_pairs(rowdense.accumulate), "scalar": _by_rows,
@@ -276,10 +308,10 @@ def _mask_rows(m: BitmapMatrix | None, a_part: BitmapMatrix,
 def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
              mask: BitmapMatrix | None, complement: bool, drop_zeros: bool,
              timings: dict[str, float] | None, max_bytes: tasks.Budget = None,
-             value_bytes: int = 0) -> BitmapMatrix:
+             value_bytes: int = 0, csr: bool = False) -> Any:
     """The four stages; MemoryError if the task list, or after the count stage the
     task list and ``value_bytes`` per output value, would need more than
-    ``max_bytes``."""
+    ``max_bytes``. With ``csr``, C comes in CSR (``BitmapMatrix.tocsr``'s type)."""
     xp = get_array_module(a.keys, b.keys)
     shape = (a.shape[0], b.shape[1])
     clock = _StageClock(xp, timings)
@@ -294,7 +326,9 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     # a fixed budget covers the task list too; free memory may have been read
     # after the task list was allocated, so only the values are checked against it
     listed = 0 if callable(max_bytes) else task_list.ntasks * tasks.BYTES_PER_TASK
-    tasks.check_budget("the product", listed + nnz * value_bytes, max_bytes)
+    tasks.check_budget("the product", listed + _output_bytes(nnz, c_keys.shape[0], value_bytes,
+                                                              csr and not sr.structural),
+                       max_bytes)
     clock.lap("count")
     if sr.structural:
         clock.lap("multiply")
@@ -302,10 +336,16 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
         clock.finish()
         return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, None, shape, nnz=nnz)
     flag = _zero_flag(xp, drop_zeros)
-    c_values, zero_values = multiply.multiply(
-        a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values, task_list.task_a,
-        task_list.task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, sr, dtype,
-        warp_block, flag)
+    pairs = (a.bitmaps, a.offsets, a.values, b.bitmaps, b.offsets, b.values,
+             task_list.task_a, task_list.task_b, c_first, c_last)
+    if csr:
+        *arrays, zero_values = multiply.multiply_csr(*pairs, c_keys, c_bitmaps, c_offsets, nnz,
+                                                     shape, sr, dtype, warp_block, flag)
+        clock.lap("multiply")
+        return _csr_result(xp, arrays, shape, (flag or zero_values) if drop_zeros else None,
+                           clock)
+    c_values, zero_values = multiply.multiply(*pairs, c_bitmaps, c_offsets, nnz, sr, dtype,
+                                              warp_block, flag)
     clock.lap("multiply")
     if drop_zeros:
         c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
@@ -315,16 +355,37 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)
 
 
+def _output_bytes(nnz: int, c_nblocks: int, value_bytes: int, csr: bool) -> int:
+    """Bytes of C's values (``value_bytes`` each), and in CSR of its column
+    indices and the places of its row segments (8 bytes each at most)."""
+    if not csr or not value_bytes:
+        return nnz * value_bytes
+    return nnz * (value_bytes + 8) + 8 * 8 * c_nblocks
+
+
+def _csr_result(xp: Any, arrays: list[Any], shape: tuple[int, int], zeros: Any,
+                clock: _StageClock) -> Any:
+    """C in CSR from ``multiply.multiply_csr``'s arrays, without its exact zeros
+    when ``zeros`` (its zero count or flag) is given."""
+    if zeros is not None:
+        arrays = compact.compact_csr(*arrays, zeros)
+    clock.lap("compact")
+    clock.finish()
+    return csr_from_arrays(xp, *arrays, shape)
+
+
 def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
             drop_zeros: bool, timings: dict[str, float] | None, value_bytes: int,
-            find: Any) -> BitmapMatrix | None:
-    """C by ``find`` (a value of ``_FINDERS``: C's blocks, and the function
-    that computes their values), or None when it does not fit in the free
-    device memory: the task-list path then slices the product. A failed
-    allocation anywhere in it counts, not only the checks."""
+            find: Any, csr: bool = False) -> Any:
+    """C by ``find`` (a value of ``_FINDERS``: C's blocks, and the functions
+    that compute their values, in bit order and in CSR or None), or None
+    when it does not fit in the free device memory: the task-list path then
+    slices the product. A failed allocation anywhere in it counts, not only
+    the checks. With ``csr``, C in CSR where ``find`` writes it."""
     xp = get_array_module(a.keys, b.keys)
     try:
-        return _merged_product(xp, a, b, sr, dtype, drop_zeros, timings, value_bytes, find)
+        return _merged_product(xp, a, b, sr, dtype, drop_zeros, timings, value_bytes, find,
+                               csr)
     except MemoryError:
         slices.free_pool(xp)
         return None
@@ -332,15 +393,25 @@ def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
 
 def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
                     dtype: np.dtype, drop_zeros: bool, timings: dict[str, float] | None,
-                    value_bytes: int, find: Any) -> BitmapMatrix:
+                    value_bytes: int, find: Any, csr: bool) -> Any:
     clock = _StageClock(xp, timings)
     clock.lap("tasks")  # none apart: the pairs are found while counting
     budget = slices.free_memory(xp)
-    merged, values = find(a, b, sr.reads_values, sr.structural,
-                          lambda need: tasks.check_budget("the product", need, budget))
-    tasks.check_budget("the product", merged.nnz * value_bytes, budget)
+    merged, values, values_csr = find(
+        a, b, sr.reads_values, sr.structural,
+        lambda need: tasks.check_budget("the product", need, budget))
+    csr = csr and values_csr is not None and not sr.structural
+    tasks.check_budget("the product", _output_bytes(merged.nnz, merged.c_keys.shape[0],
+                                                    value_bytes, csr), budget)
     clock.lap("count")
     shape = (a.shape[0], b.shape[1])
+    if timings is not None:
+        timings["slices"] = 1
+    if csr:
+        flag = _zero_flag(xp, drop_zeros)
+        *arrays, zeros = values_csr(sr, dtype, flag)
+        clock.lap("multiply")
+        return _csr_result(xp, arrays, shape, (flag or zeros) if drop_zeros else None, clock)
     if sr.structural:
         c = BitmapMatrix._from_blocks(merged.c_keys, merged.c_bitmaps, merged.c_offsets, None,
                                       shape, nnz=merged.nnz)
@@ -355,8 +426,6 @@ def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
         c = BitmapMatrix._from_blocks(*arrays, shape)
     clock.lap("compact")
     clock.finish()
-    if timings is not None:
-        timings["slices"] = 1
     return c
 
 

@@ -150,6 +150,36 @@ def compact(c_keys: Any, c_bitmaps: Any, c_offsets: Any, c_values: Any,
     return (*_keep_blocks(xp, c_keys, c_nonzero, kept_counts.offsets(), rank, kept), values)
 
 
+def compact_csr(indptr: Any, indices: Any, data: Any, zeros: Any) -> tuple[Any, Any, Any]:
+    """:func:`compact` of C in CSR (``multiply.multiply_csr``'s output).
+
+    Parameters
+    ----------
+    indptr : I [m + 1]
+    indices : I [nnz]
+    data : T [nnz]
+    zeros : uint64 [1], _readback.HostFlag or int
+        As :func:`compact`.
+
+    Returns
+    -------
+    indptr, indices, data
+        Without the exact zeros (NaN stays); the inputs when nothing is dropped.
+
+    Notes
+    -----
+    Syncs once to learn whether anything is dropped. Exact cancellations are
+    rare, so what is dropped is found with the array library's own scans.
+    """
+    if not _anything_to_drop(zeros):
+        return indptr, indices, data
+    xp = get_array_module(indptr, indices, data)
+    keep = data != 0
+    kept_before = xp.zeros(data.shape[0] + 1, dtype=np.int64)
+    xp.cumsum(keep, out=kept_before[1:])
+    return kept_before[indptr].astype(indptr.dtype), indices[keep], data[keep]
+
+
 def _anything_to_drop(zeros: Any) -> int:
     if isinstance(zeros, int):
         return zeros

@@ -205,7 +205,8 @@ bmsparse_lean_values(const u64* __restrict__ a_bitmaps, const long long* __restr
     for (long long first = blockIdx.x * (long long)blockDim.x; first < l.v; first += nthreads)
         multiply_value<T, S>(first + threadIdx.x, a_bitmaps, a_offsets, a_values, b_bitmaps,
                              b_offsets, b_values, task_a, task_b, c_ptr, c_ptr, 1, c_bitmaps,
-                             c_offsets, l.c, task_b + l.p, l.v, c_values, zeros, nullptr);
+                             c_offsets, l.c, task_b + l.p, l.v, BitmapOrder<T>{c_values},
+                             zeros, nullptr);
     if (!drop_zeros) return;
     grid_barrier(work);
     if (__ldcg(zeros) == 0) return;

@@ -45,7 +45,7 @@
 // Launch: one thread per output value, 1-D grid, blocks of a multiple of 32.
 // Work: O(c_nnz * (pairs per block) + multiplies). Deterministic: fixed
 // summation order, no atomics on values.
-// Layout: see ../_cuda/bitmap.cuh.
+/// Layout: see ../_cuda/bitmap.cuh.
 #include "multiply.cuh"
 
 extern "C" __global__ void bmsparse_multiply_warp_blocks(
@@ -72,8 +72,7 @@ __global__ void bmsparse_multiply_values(
     unsigned long long* zero_flag)
 {
     multiply_value<T, S>(blockIdx.x * (long long)blockDim.x + threadIdx.x, a_bitmaps,
-                                a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a,
-                                task_b, c_first, c_last, last_shift, c_bitmaps, c_offsets,
-                                c_nblocks, warp_block, c_nnz, c_values, zero_values,
-                                zero_flag);
+                         a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
+                         c_first, c_last, last_shift, c_bitmaps, c_offsets, c_nblocks,
+                         warp_block, c_nnz, BitmapOrder<T>{c_values}, zero_values, zero_flag);
 }

@@ -2,12 +2,45 @@
 // output value, so that a kernel doing more than one stage in one launch
 // (lean.cu) runs the same sums in the same order.
 // Arguments: see multiply.cu; every lane of a warp calls with its own v, the
-// warp's values consecutive from a multiple of 32.
+// warp's values consecutive from a multiple of 32. `out` says where value v
+// goes: BitmapOrder (C's values, in bit order) or CsrOrder (C in CSR).
 #pragma once
 #include "../_cuda/bitmap.cuh"
+#include "../_cuda/csr.cuh"
 #include "../_cuda/semiring.cuh"
 
-template <typename T, typename S>
+// value v of C written at v of C's values
+template <typename T>
+struct BitmapOrder {
+    T* __restrict__ values;
+    __device__ __forceinline__ long long place(long long v, long long, u64, int) const {
+        return v;
+    }
+    __device__ __forceinline__ void store(long long at, T value) const { values[at] = value; }
+};
+
+// value v of C written to CSR arrays, its column index beside it: C's keys
+// and the places of its row segments (convert.cu's scan) say where
+template <typename T, typename I>
+struct CsrOrder {
+    struct Place { long long at; I col; };
+    const u64* __restrict__ keys;
+    const long long* __restrict__ brow_ptr;
+    const long long* __restrict__ places;
+    I* __restrict__ indices;
+    T* __restrict__ data;
+    __device__ __forceinline__ Place place(long long, long long q, u64 bitmap, int bit) const {
+        const u64 key = keys[q];
+        return {csr_place(brow_ptr, places, block_row(key), q, bitmap, bit),
+                (I)(((long long)block_col(key) << 3) + (bit & 7))};
+    }
+    __device__ __forceinline__ void store(Place p, T value) const {
+        indices[p.at] = p.col;
+        data[p.at] = value;
+    }
+};
+
+template <typename T, typename S, typename Out>
 __device__ __forceinline__ void multiply_value(
     long long v, const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
     const T* __restrict__ a_values,
@@ -18,7 +51,7 @@ __device__ __forceinline__ void multiply_value(
     long long last_shift, const u64* __restrict__ c_bitmaps,
     const long long* __restrict__ c_offsets, long long c_nblocks,
     const long long* __restrict__ warp_block, long long c_nnz,
-    T* __restrict__ c_values, unsigned long long* __restrict__ zero_values,
+    const Out& out, unsigned long long* __restrict__ zero_values,
     unsigned long long* zero_flag)
 {
     const long long warp_first = v & ~31ll;
@@ -44,6 +77,8 @@ __device__ __forceinline__ void multiply_value(
     const u64 c_bm = c_bitmaps[q];
     const int bit = nth_set_bit(c_bm, (int)(v - first_value));
     const int r = bit >> 3, c = bit & 7;
+    // loaded before the sum, so that its loads overlap the pairs'
+    const auto at = out.place(v, q, c_bm, bit);
     T acc = S::template identity<T>();
     const long long p1 = c_last[q + last_shift];
     for (long long p = c_first[q]; p < p1; ++p) {
@@ -63,7 +98,7 @@ __device__ __forceinline__ void multiply_value(
                                      b_val[value_index(b_bm, bit_of(t, c))]));
         }
     }
-    c_values[v] = acc;
+    out.store(at, acc);
     const unsigned int zeros = __ballot_sync(live, is_zero(acc));
     if (zeros && lane == __ffs(live) - 1) {
         atomicAdd(zero_values, (unsigned long long)__popc(zeros));

@@ -11,15 +11,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import _kernels, _readback
+from .. import _kernels, _readback, convert
 from .._format import BLOCK_SHIFT, set_bits, value_index
-from .._sputils import get_array_module
+from .._sputils import get_array_module, get_index_dtype
 from ..semiring import Semiring, plus_times
 from .count import bool_product
 
 _KERNELS = "spgemm/multiply.cu"
 _kernels.register(_KERNELS, {"bmsparse_multiply_warp_blocks": (),
                              "bmsparse_multiply_values": ("T", "S")})
+_CSR_KERNELS = "spgemm/multiply_csr.cu"
+_kernels.register(_CSR_KERNELS, {"bmsparse_multiply_csr": ("T", "S", "I")})
 _WARP = 32
 
 
@@ -90,13 +92,9 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
 def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
                    task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, semiring,
                    warp_block, zero_flag):
-    import cupy
-
     c_nblocks = c_bitmaps.shape[0]
     if warp_block is None:
-        warp_block = cupy.empty(-(-nnz // _WARP), dtype=cupy.int64)
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_warp_blocks")
-        _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block))
+        warp_block = _warp_blocks(c_offsets, c_nblocks, nnz)
     c_values, zero_values = value_arrays(nnz, a_values.dtype)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype,
                                  S=semiring.functor)
@@ -108,6 +106,81 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
         c_offsets, np.int64(c_nblocks), warp_block, np.int64(nnz), c_values, zero_values,
         np.uint64(0 if zero_flag is None else zero_flag.ptr)), cast=False)
     return c_values, zero_values
+
+
+def multiply_csr(a_bitmaps: Any, a_offsets: Any, a_values: Any,
+                 b_bitmaps: Any, b_offsets: Any, b_values: Any,
+                 task_a: Any, task_b: Any, c_first: Any, c_last: Any, c_keys: Any,
+                 c_bitmaps: Any, c_offsets: Any, nnz: int, shape: tuple[int, int],
+                 semiring: Semiring = plus_times, dtype: Any = None, warp_block: Any = None,
+                 zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any, Any, Any]:
+    """:func:`multiply` with C written in CSR: its values placed by row, beside
+    their column indices, instead of in bit order.
+
+    Parameters
+    ----------
+    c_keys : uint64 [c_nblocks]
+        C's block keys (canonical).
+    shape : (int, int)
+        C's shape.
+    others
+        As :func:`multiply`.
+
+    Returns
+    -------
+    indptr, indices : I [m + 1], I [nnz]
+        I is int32 when every index fits, else int64 (as ``BitmapMatrix.tocsr``).
+    data : T [nnz]
+    zero_values : uint64 [1]
+        As :func:`multiply`: exact zeros are still in the CSR arrays.
+
+    Notes
+    -----
+    On the GPU the values go straight to their CSR places (``multiply_csr.cu``),
+    after one scan of C's row segments (``convert.csr_places``): the
+    bitmap-order values and the pass converting them are never made. On the
+    host, :func:`multiply` then ``convert.bitmap_to_csr``. No sync.
+    """
+    xp = get_array_module(a_bitmaps, a_values, b_bitmaps, b_values, task_a, c_bitmaps)
+    if xp is np:
+        c_values, zero_values = multiply(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
+                                         b_values, task_a, task_b, c_first, c_last,
+                                         c_bitmaps, c_offsets, nnz, semiring, dtype)
+        return (*convert.bitmap_to_csr(c_keys, c_bitmaps, c_offsets, c_values, shape, nnz),
+                zero_values)
+    import cupy
+
+    dtype = np.dtype(a_values.dtype if semiring.reads_values else dtype)
+    if not semiring.reads_values:
+        a_values = b_values = cupy.empty(0, dtype=dtype)
+    if warp_block is None:
+        warp_block = _warp_blocks(c_offsets, c_bitmaps.shape[0], nnz)
+    nrows = shape[0]
+    index_dtype = get_index_dtype(max(nnz, shape[1]))
+    brow_ptr, places = convert.csr_places(c_keys, c_bitmaps, nrows)
+    indptr = cupy.empty(nrows + 1, dtype=index_dtype)
+    indices = cupy.empty(nnz, dtype=index_dtype)
+    data, zero_values = value_arrays(nnz, dtype)
+    kernel = _kernels.get_kernel(_CSR_KERNELS, "bmsparse_multiply_csr", T=dtype,
+                                 S=semiring.functor, I=index_dtype)
+    last_shift = 1 if c_last is None else 0
+    _kernels.launch(kernel, max(nnz, nrows + 1), (
+        a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
+        c_first, c_first if c_last is None else c_last, np.int64(last_shift), c_bitmaps,
+        c_offsets, np.int64(c_bitmaps.shape[0]), warp_block, np.int64(nnz), c_keys, brow_ptr,
+        places, np.int64(nrows), indptr, indices, data, zero_values,
+        np.uint64(0 if zero_flag is None else zero_flag.ptr)), cast=False)
+    return indptr, indices, data, zero_values
+
+
+def _warp_blocks(c_offsets: Any, c_nblocks: int, nnz: int) -> Any:
+    """The output block of every warp's first value (int64 [ceil(nnz / 32)])."""
+    import cupy
+
+    warp_block = cupy.empty(-(-nnz // _WARP), dtype=cupy.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_warp_blocks")
+    _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block))
+    return warp_block
 
 
 def value_arrays(nnz: int, dtype: np.dtype) -> tuple[Any, Any]:

@@ -81,7 +81,8 @@ def test_every_slice_holds_its_budget(xp, monkeypatch):
     calls = []
 
     def recorded(a_part, b_part, sr, dtype, mask, complement, drop_zeros, timings, max_bytes,
-                 value_bytes):
+                 value_bytes, csr=False):
+        assert not csr  # a slice is a BitmapMatrix
         c = real(a_part, b_part, sr, dtype, mask, complement, drop_zeros, timings, max_bytes,
                  value_bytes)
         lo, counts = tasks_mod.ranges(a_part.keys, b_part.keys)
@@ -175,7 +176,7 @@ def test_out_of_memory_halves_the_slice(xp, monkeypatch):
 def test_out_of_memory_on_a_single_block_row_says_so(xp, monkeypatch):
     _, m = operands(xp)
 
-    def never(*args):
+    def never(*args, **kwargs):
         raise MemoryError("out of memory (simulated)")
 
     monkeypatch.setattr(spgemm_mod, "_product", never)
@@ -195,9 +196,9 @@ def test_task_list_larger_than_free_memory_is_sliced_before_allocation(xp, monke
     monkeypatch.setattr(tasks_mod, "UNCHECKED_BYTES", 0)  # check even this small a list
     if xp is np:  # the host path has no free-memory check: give it one
         real = spgemm_mod._product
-        # max_bytes is the last argument but one, value_bytes the last
-        monkeypatch.setattr(spgemm_mod, "_product", lambda *args: real(
-            *args[:-2], 300 * tasks_mod.BYTES_PER_TASK, args[-1]))
+        # max_bytes is the last positional argument but one, value_bytes the last
+        monkeypatch.setattr(spgemm_mod, "_product", lambda *args, **kw: real(
+            *args[:-2], 300 * tasks_mod.BYTES_PER_TASK, args[-1], **kw))
     timings = {}
     same_bits(xp, spgemm(m, m, timings=timings), whole)
     assert timings["slices"] > 1

@@ -1,0 +1,46 @@
+// multiply_csr.cu - stage 3 of SpGEMM writing C straight to CSR: the values
+// of multiply.cu, in the same order, placed by C's row segments instead of in
+// bit order. This saves the bitmap-order values and the conversion pass when
+// the caller wants CSR (spgemm(..., format="csr")). Its own module, so that
+// bitmap products do not compile it.
+//
+// bmsparse_multiply_csr: its arguments are those of multiply.cu's
+// bmsparse_multiply_values with c_values replaced by
+//   u64       c_keys[c_nblocks]      - C's block keys
+//   long long brow_ptr[c_nbrows + 1] - C's block-row pointer
+//   long long places[8 c_nblocks + 1] - first CSR index of every row segment
+//                                      (scan of convert.cu's segment lengths)
+//   long long nrows                  - rows of C
+//   I         indptr[nrows + 1], indices[c_nnz] - out
+//   T         data[c_nnz]            - out: the values
+// Launch: max(c_nnz, nrows + 1) threads; thread t <= nrows also writes
+// indptr[t]. A warp's writes land in the CSR rows of one or two blocks:
+// segments of up to 8 values, which the next blocks of the block row (the
+// next warps) continue.
+// Layout: see ../_cuda/bitmap.cuh.
+#include "multiply.cuh"
+
+template <typename T, typename S, typename I>
+__global__ void bmsparse_multiply_csr(
+    const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
+    const T* __restrict__ a_values,
+    const u64* __restrict__ b_bitmaps, const long long* __restrict__ b_offsets,
+    const T* __restrict__ b_values,
+    const long long* __restrict__ task_a, const long long* __restrict__ task_b,
+    const long long* __restrict__ c_first, const long long* __restrict__ c_last,
+    long long last_shift, const u64* __restrict__ c_bitmaps,
+    const long long* __restrict__ c_offsets, long long c_nblocks,
+    const long long* __restrict__ warp_block, long long c_nnz,
+    const u64* __restrict__ c_keys, const long long* __restrict__ brow_ptr,
+    const long long* __restrict__ places, long long nrows, I* __restrict__ indptr,
+    I* __restrict__ indices, T* __restrict__ data,
+    unsigned long long* __restrict__ zero_values, unsigned long long* zero_flag)
+{
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (tid <= nrows) write_indptr(brow_ptr, places, c_nblocks, nrows, tid, indptr);
+    multiply_value<T, S>(tid, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
+                         task_a, task_b, c_first, c_last, last_shift, c_bitmaps, c_offsets,
+                         c_nblocks, warp_block, c_nnz,
+                         CsrOrder<T, I>{c_keys, brow_ptr, places, indices, data},
+                         zero_values, zero_flag);
+}

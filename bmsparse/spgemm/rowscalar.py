@@ -31,7 +31,7 @@ import numpy as np
 from .. import _kernels, _readback, convert
 from .._format import BLOCK_SHIFT, KEY_SHIFT, nblocks_along, popcount, value_index
 from .._primitives import exclusive_scan
-from .._sputils import get_array_module
+from .._sputils import get_array_module, get_index_dtype
 from ..semiring import Semiring
 from . import multiply as _multiply
 from . import rowdense, rowmerge
@@ -68,21 +68,19 @@ MAX_COLUMNS = rowdense.SPAN
 #: (a block row with more sums them in place in global memory)
 MAX_HELD_BYTES = 32 << 10
 
-#: B's CSR form is indexed with int32
-_INDEX_LIMIT = (1 << 31) - 1
-
-
 def chooses(a: Any, b: Any) -> bool:
     """True when ``a @ b`` (no mask) runs on this path.
 
     The rule: on the GPU, when A and B hold at most ``MAX_ENTRIES_PER_BLOCK``
-    entries per block, B has at most ``MAX_COLUMNS`` block columns and fewer
-    than 2^31 entries, the per-block-row arrays fit
+    entries per block, B has at most ``MAX_COLUMNS`` block columns and a CSR
+    form indexed with int32 (``BitmapMatrix.tocsr``'s choice: the kernels
+    read int32), the per-block-row arrays fit
     (:func:`rowmerge.per_row_arrays_fit`) and no block row of A is longer
     than ``MAX_ROW_BLOCKS`` (the first call on a matrix reads its longest
     row, one sync; it is kept with it).
     """
-    return (nblocks_along(b.shape[1]) <= MAX_COLUMNS and b.nnz < _INDEX_LIMIT
+    return (nblocks_along(b.shape[1]) <= MAX_COLUMNS
+            and get_index_dtype(max(b.nnz, b.shape[1])) == np.int32
             and a.nnz <= MAX_ENTRIES_PER_BLOCK * a.nblocks
             and b.nnz <= MAX_ENTRIES_PER_BLOCK * b.nblocks
             and rowmerge.per_row_arrays_fit(a, b) and a._longest_row() <= MAX_ROW_BLOCKS)

@@ -25,6 +25,19 @@
 // Work: O(n), one read and one write of each element. Deterministic
 // (integers: the association order does not change the sums).
 //
+// bmsparse_scan_bytes: the exclusive scan of small counts held in bytes (the
+// row segments' lengths of bitmap -> CSR, at most 8 each) into I, int32 when
+// the total fits: 1 + 4 bytes an item move instead of 8 + 8. A thread owns
+// 32 consecutive counts, loaded as two 16-byte words and written as 16-byte
+// words, so a tile is 8,192 items (a quarter of the tiles of bmsparse_scan,
+// whose time goes to each tile's latency, not to bandwidth).
+//   unsigned char in[n]               - counts (16-byte aligned)
+//   long long n
+//   I         out[n + 1]              - out: out[i] = sum of in[0, i)
+//   long long state[1 + 3 * ntiles]   - zeroed (_cuda/scan.cuh)
+//   long long ntiles                  - ceil(n / BMSPARSE_BYTE_TILE)
+// Launch: ntiles blocks of BMSPARSE_SCAN_THREADS threads.
+//
 // bmsparse_sort_segment_chunks: sorts uint64 codes whose segments (runs of
 // codes already ordered against each other, such as the tasks of one block
 // row) are short, in shared memory, one thread block per chunk of segments.
@@ -73,6 +86,71 @@ bmsparse_scan(const long long* in, long long n, long long* out, long long* state
         const long long i = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
         if (i < n) out[i + shift] = items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)];
     }
+}
+
+#define BMSPARSE_BYTE_ITEMS 32
+#define BMSPARSE_BYTE_TILE (BMSPARSE_SCAN_THREADS * BMSPARSE_BYTE_ITEMS)
+
+// 16 bytes of out holding 16 / sizeof(I) consecutive values of `running`
+// from item k on (v: the counts)
+template <typename I>
+__device__ __forceinline__ void store_running(I* out, const unsigned char* v, int k,
+                                              long long& running);
+
+template <>
+__device__ __forceinline__ void store_running<int>(int* out, const unsigned char* v, int k,
+                                                   long long& running) {
+    int4 w;
+    w.x = (int)running; running += v[k];
+    w.y = (int)running; running += v[k + 1];
+    w.z = (int)running; running += v[k + 2];
+    w.w = (int)running; running += v[k + 3];
+    *reinterpret_cast<int4*>(out + k) = w;
+}
+
+template <>
+__device__ __forceinline__ void store_running<long long>(long long* out, const unsigned char* v,
+                                                         int k, long long& running) {
+    longlong2 w;
+    w.x = running; running += v[k];
+    w.y = running; running += v[k + 1];
+    *reinterpret_cast<longlong2*>(out + k) = w;
+}
+
+template <typename I>
+__global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS)
+bmsparse_scan_bytes(const unsigned char* in, long long n, I* out, long long* state,
+                    long long ntiles)
+{
+    const long long tile = scan_ticket(state);
+    const long long first = (tile * BMSPARSE_SCAN_THREADS + threadIdx.x) * BMSPARSE_BYTE_ITEMS;
+    const bool whole = first + BMSPARSE_BYTE_ITEMS <= n;
+    alignas(16) unsigned char v[BMSPARSE_BYTE_ITEMS];
+    if (whole) {
+        const uint4* words = reinterpret_cast<const uint4*>(in + first);
+        *reinterpret_cast<uint4*>(v) = words[0];
+        *reinterpret_cast<uint4*>(v + 16) = words[1];
+    } else {
+#pragma unroll
+        for (int k = 0; k < BMSPARSE_BYTE_ITEMS; ++k) v[k] = first + k < n ? in[first + k] : 0;
+    }
+    int sum = 0;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_BYTE_ITEMS; ++k) sum += v[k];
+    long long running = scan_thread_prefix(sum, tile, ntiles, state).thread;
+    if (whole) {
+#pragma unroll
+        for (int k = 0; k < BMSPARSE_BYTE_ITEMS; k += 16 / (int)sizeof(I))
+            store_running(out + first, v, k, running);
+    } else {
+#pragma unroll
+        for (int k = 0; k < BMSPARSE_BYTE_ITEMS; ++k) {
+            if (first + k < n) out[first + k] = (I)running;
+            running += v[k];  // zero past n
+        }
+    }
+    // the total after the last item: the thread holding it
+    if (first < n && n <= first + BMSPARSE_BYTE_ITEMS) out[n] = (I)running;
 }
 
 #ifndef BMSPARSE_SORT_THREADS

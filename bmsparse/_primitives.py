@@ -10,12 +10,14 @@ from . import _kernels, _readback
 from ._sputils import get_array_module
 
 _KERNELS = "_primitives.cu"
-_kernels.register(_KERNELS, {"bmsparse_scan": (),
+_kernels.register(_KERNELS, {"bmsparse_scan": (), "bmsparse_scan_bytes": ("I",),
                              "bmsparse_sort_segment_chunks": ()})
 
 #: threads and elements per thread block of the one-launch scans (``_cuda/scan.cuh``)
 SCAN_THREADS = 256
 SCAN_TILE = SCAN_THREADS * 8
+#: items per tile of the scan of bytes
+_BYTE_TILE = SCAN_THREADS * 32
 
 
 def cumsum(xp: Any, a: Any) -> Any:
@@ -48,12 +50,13 @@ def _scan_into(a: Any, out: Any, shift: int = 0, report: int | None = None,
                     block=SCAN_THREADS, cast=False)
 
 
-def scan_state(n: int) -> tuple[Any, int]:
-    """The zeroed state of a one-launch scan of ``n`` items (``_cuda/scan.cuh``),
-    as raw device memory (a ticket, then 3 words per tile), and its tiles."""
+def scan_state(n: int, tile: int = SCAN_TILE) -> tuple[Any, int]:
+    """The zeroed state of a one-launch scan of ``n`` items in tiles of ``tile``
+    (``_cuda/scan.cuh``), as raw device memory (a ticket, then 3 words per
+    tile), and its tiles."""
     import cupy
 
-    ntiles = -(-n // SCAN_TILE)
+    ntiles = -(-n // tile)
     state = cupy.cuda.alloc(8 * (1 + 3 * ntiles))
     state.memset_async(0, 8 * (1 + 3 * ntiles))
     return state, ntiles
@@ -74,6 +77,24 @@ def exclusive_scan(xp: Any, counts: Any) -> Any:
     else:
         out = xp.empty(counts.shape[0] + 1, dtype=xp.int64)
         _scan_into(counts, out, shift=1)
+    return out
+
+
+def exclusive_scan_bytes(xp: Any, counts: Any, dtype: Any) -> Any:
+    """:func:`exclusive_scan` of uint8 ``counts`` (contiguous) into ``dtype``
+    (int32 or int64) [n + 1], whose caller knows the total fits; one launch
+    on the device."""
+    out = xp.empty(counts.shape[0] + 1, dtype=dtype)
+    if xp is np or counts.shape[0] == 0:
+        out[0] = 0
+        xp.cumsum(counts, dtype=out.dtype, out=out[1:])
+        return out
+    n = counts.shape[0]
+    state, ntiles = scan_state(n, _BYTE_TILE)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_scan_bytes", I=out.dtype)
+    _kernels.launch(kernel, ntiles * SCAN_THREADS,
+                    (counts, np.int64(n), out, np.uint64(state.ptr), np.int64(ntiles)),
+                    block=SCAN_THREADS, cast=False)
     return out
 
 

@@ -271,11 +271,13 @@ extern "C" __global__ void bmsparse_convert_expand_entries(
 //   u64       keys[nblocks], bitmaps[nblocks]
 //   long long brow_ptr[nbrows + 1] - blocks of block row i: [brow_ptr[i], brow_ptr[i+1])
 //   long long nblocks
-//   long long lengths[8 * nblocks] - out: entries of each segment, by segment number
+//   unsigned char lengths[8 * nblocks] - out: entries of each segment (0-8), by
+//                                   segment number
 // Launch: one thread per block.
 extern "C" __global__ void bmsparse_convert_segment_lengths(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
-    const long long* __restrict__ brow_ptr, long long nblocks, long long* __restrict__ lengths)
+    const long long* __restrict__ brow_ptr, long long nblocks,
+    unsigned char* __restrict__ lengths)
 {
     const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= nblocks) return;
@@ -283,7 +285,7 @@ extern "C" __global__ void bmsparse_convert_segment_lengths(
     const u64 bitmap = bitmaps[q];
 #pragma unroll
     for (int r = 0; r < 8; ++r) {
-        lengths[csr_segment(brow_ptr, i, q, r)] = __popc(row_bits(bitmap, r));
+        lengths[csr_segment(brow_ptr, i, q, r)] = (unsigned char)__popc(row_bits(bitmap, r));
     }
 }
 
@@ -291,7 +293,7 @@ extern "C" __global__ void bmsparse_convert_segment_lengths(
 //   long long offsets[nblocks + 1]
 //   T         values[nnz]        - values, or null for a pattern matrix
 //   long long brow_ptr[nbrows + 1], nblocks, nrows
-//   long long places[8 * nblocks + 1] - exclusive scan of the segment lengths
+//   I         places[8 * nblocks + 1] - exclusive scan of the segment lengths
 //   I         indptr[nrows + 1]  - out
 //   I         indices[nnz]       - out
 //   T         data[nnz]          - out, or null for a pattern matrix
@@ -302,7 +304,7 @@ __global__ void bmsparse_convert_csr_entries(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
     const long long* __restrict__ brow_ptr, long long nblocks, long long nrows,
-    const long long* __restrict__ places, I* __restrict__ indptr, I* __restrict__ indices,
+    const I* __restrict__ places, I* __restrict__ indptr, I* __restrict__ indices,
     T* __restrict__ data)
 {
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;

@@ -16,7 +16,8 @@ import numpy as np
 from . import _kernels, _primitives, _readback
 from ._format import (BLOCK, BLOCK_MASK, BLOCK_SHIFT, KEY_SHIFT, bit_of, nblocks_along,
                       pack_keys, set_bits)
-from ._primitives import cumsum, exclusive_scan, sort_segments, stable_argsort
+from ._primitives import (cumsum, exclusive_scan_bytes, sort_segments,
+                          stable_argsort)
 from ._sputils import check_dtype, get_array_module, get_index_dtype
 
 _KERNELS = "convert.cu"
@@ -508,7 +509,8 @@ def bitmap_to_csr(keys: Any, bitmaps: Any, offsets: Any, values: Any,
                                brow_ptr)
 
 
-def csr_places(keys: Any, bitmaps: Any, nrows: int, brow_ptr: Any = None) -> tuple[Any, Any]:
+def csr_places(keys: Any, bitmaps: Any, nrows: int, index_dtype: np.dtype,
+               brow_ptr: Any = None) -> tuple[Any, Any]:
     """Where the row segments of every block start in CSR, on the GPU.
 
     Parameters
@@ -517,13 +519,15 @@ def csr_places(keys: Any, bitmaps: Any, nrows: int, brow_ptr: Any = None) -> tup
         Canonical blocks (strictly increasing keys).
     nrows : int
         Rows of the matrix.
+    index_dtype : dtype
+        int32 or int64, holding the number of entries.
     brow_ptr : int64 [nbrows + 1], optional
         The block-row pointer, when known.
 
     Returns
     -------
     brow_ptr : int64 [nbrows + 1]
-    places : int64 [8 * nblocks + 1]
+    places : index_dtype [8 * nblocks + 1]
         Exclusive scan of the segment lengths in CSR order (``_cuda/csr.cuh``):
         the first CSR index of every segment, then the number of entries.
     """
@@ -532,19 +536,17 @@ def csr_places(keys: Any, bitmaps: Any, nrows: int, brow_ptr: Any = None) -> tup
     nblocks = keys.shape[0]
     if brow_ptr is None:
         brow_ptr = row_pointer(keys, nblocks_along(nrows))[0]
-    lengths = cupy.empty(8 * nblocks, dtype=cupy.int64)
+    lengths = cupy.empty(8 * nblocks, dtype=cupy.uint8)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_segment_lengths")
     _kernels.launch(kernel, nblocks, (keys, bitmaps, brow_ptr, nblocks, lengths))
-    places = exclusive_scan(cupy, lengths)
-    del lengths  # 8 bytes a segment: not kept to the peak
-    return brow_ptr, places
+    return brow_ptr, exclusive_scan_bytes(cupy, lengths, index_dtype)
 
 
 def _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype, brow_ptr):
     import cupy
 
     nrows, nblocks = shape[0], keys.shape[0]
-    brow_ptr, places = csr_places(keys, bitmaps, nrows, brow_ptr)
+    brow_ptr, places = csr_places(keys, bitmaps, nrows, index_dtype, brow_ptr)
     indptr = cupy.empty(nrows + 1, dtype=index_dtype)
     indices = cupy.empty(nnz, dtype=index_dtype)
     if values is None:

@@ -36,6 +36,19 @@ def test_exclusive_scan_matches_numpy(n):
     np.testing.assert_array_equal(got.get(), np.concatenate([[0], np.cumsum(values)]))
 
 
+@pytest.mark.parametrize("device", [False, pytest.param(True, marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 8191, 8192, 8193, 3 * 8192 + 17, 100_003,
+                               1_000_000])
+def test_exclusive_scan_of_bytes(device, dtype, n):
+    xp = __import__("cupy") if device else np
+    values = np.random.default_rng(n).integers(0, 256, n).astype(np.uint8)
+    got = _primitives.exclusive_scan_bytes(xp, xp.asarray(values), dtype)
+    assert got.dtype == dtype and got.shape == (n + 1,)
+    want = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
+    np.testing.assert_array_equal(got.get() if device else got, want)
+
+
 @pytest.mark.parametrize("n", [0, 1, 5])
 def test_cumsum_on_the_host_is_numpy_s(n):
     values = np.arange(n, dtype=np.int64)

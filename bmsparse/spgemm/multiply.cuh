@@ -26,7 +26,7 @@ struct CsrOrder {
     struct Place { long long at; I col; };
     const u64* __restrict__ keys;
     const long long* __restrict__ brow_ptr;
-    const long long* __restrict__ places;
+    const I* __restrict__ places;
     I* __restrict__ indices;
     T* __restrict__ data;
     __device__ __forceinline__ Place place(long long, long long q, u64 bitmap, int bit) const {

@@ -157,7 +157,7 @@ def multiply_csr(a_bitmaps: Any, a_offsets: Any, a_values: Any,
         warp_block = _warp_blocks(c_offsets, c_bitmaps.shape[0], nnz)
     nrows = shape[0]
     index_dtype = get_index_dtype(max(nnz, shape[1]))
-    brow_ptr, places = convert.csr_places(c_keys, c_bitmaps, nrows)
+    brow_ptr, places = convert.csr_places(c_keys, c_bitmaps, nrows, index_dtype)
     indptr = cupy.empty(nrows + 1, dtype=index_dtype)
     indices = cupy.empty(nnz, dtype=index_dtype)
     data, zero_values = value_arrays(nnz, dtype)

@@ -8,7 +8,7 @@
 // bmsparse_multiply_values with c_values replaced by
 //   u64       c_keys[c_nblocks]      - C's block keys
 //   long long brow_ptr[c_nbrows + 1] - C's block-row pointer
-//   long long places[8 c_nblocks + 1] - first CSR index of every row segment
+//   I         places[8 c_nblocks + 1] - first CSR index of every row segment
 //                                      (scan of convert.cu's segment lengths)
 //   long long nrows                  - rows of C
 //   I         indptr[nrows + 1], indices[c_nnz] - out
@@ -32,7 +32,7 @@ __global__ void bmsparse_multiply_csr(
     const long long* __restrict__ c_offsets, long long c_nblocks,
     const long long* __restrict__ warp_block, long long c_nnz,
     const u64* __restrict__ c_keys, const long long* __restrict__ brow_ptr,
-    const long long* __restrict__ places, long long nrows, I* __restrict__ indptr,
+    const I* __restrict__ places, long long nrows, I* __restrict__ indptr,
     I* __restrict__ indices, T* __restrict__ data,
     unsigned long long* __restrict__ zero_values, unsigned long long* zero_flag)
 {

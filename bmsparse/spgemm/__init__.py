@@ -384,11 +384,13 @@ def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     the checks. With ``csr``, C in CSR where ``find`` writes it."""
     xp = get_array_module(a.keys, b.keys)
     try:
-        return _merged_product(xp, a, b, sr, dtype, drop_zeros, timings, value_bytes, find,
-                               csr)
+        c = _merged_product(xp, a, b, sr, dtype, drop_zeros, timings, value_bytes, find, csr)
     except MemoryError:
         slices.free_pool(xp)
         return None
+    if timings is not None:
+        timings["slices"] = 1  # after the stages, in the order spgemm documents
+    return c
 
 
 def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
@@ -405,8 +407,6 @@ def _merged_product(xp: Any, a: BitmapMatrix, b: BitmapMatrix, sr: Semiring,
                                                     value_bytes, csr), budget)
     clock.lap("count")
     shape = (a.shape[0], b.shape[1])
-    if timings is not None:
-        timings["slices"] = 1
     if csr:
         flag = _zero_flag(xp, drop_zeros)
         *arrays, zeros = values_csr(sr, dtype, flag)

@@ -45,11 +45,13 @@ CTYPES: dict[np.dtype, str] = {
 #: value dtypes every value kernel is instantiated for
 VALUE_DTYPES: tuple[np.dtype, ...] = tuple(d for d in CTYPES if d != np.bool_)
 
-#: index dtypes of the template parameter ``I``
+#: index dtypes of the template parameters ``I`` and ``J`` (a second index
+#: type, for a kernel whose arrays and arithmetic differ)
 INDEX_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.int32), np.dtype(np.int64))
 
 #: the dtypes each template parameter is instantiated for
-PARAM_DTYPES: dict[str, tuple[np.dtype, ...]] = {"T": VALUE_DTYPES, "I": INDEX_DTYPES}
+PARAM_DTYPES: dict[str, tuple[np.dtype, ...]] = {"T": VALUE_DTYPES, "I": INDEX_DTYPES,
+                                                 "J": INDEX_DTYPES}
 
 #: semiring functors (``_cuda/semiring.cuh``) of the template parameter ``S``;
 #: a kernel with ``S`` is instantiated for the value dtypes each one supports

@@ -200,13 +200,15 @@ bmsparse_lean_values(const u64* __restrict__ a_bitmaps, const long long* __restr
     long long* c_ptr = (long long*)(out + l.packed);
     const long long* task_a = c_ptr + l.c + 1;
     const long long* task_b = task_a + l.p;
-    // a thread block's threads take the same steps, so warps stay whole
-    const long long nthreads = gridDim.x * (long long)blockDim.x;
-    for (long long first = blockIdx.x * (long long)blockDim.x; first < l.v; first += nthreads)
-        multiply_value<T, S>(first + threadIdx.x, a_bitmaps, a_offsets, a_values, b_bitmaps,
-                             b_offsets, b_values, task_a, task_b, c_ptr, c_ptr, 1, c_bitmaps,
-                             c_offsets, l.c, task_b + l.p, l.v, BitmapOrder<T>{c_values},
-                             zeros, nullptr);
+    // a thread block's threads take the same steps, so warps stay whole; the
+    // arithmetic is 32-bit (multiply.cuh): operands of at most 32K blocks
+    // and a C within the workspace keep every index far below 2^31
+    const int nthreads = gridDim.x * blockDim.x;
+    for (int first = blockIdx.x * blockDim.x; first < l.v; first += nthreads)
+        multiply_value<T, S, int>(first + (int)threadIdx.x, a_bitmaps, a_offsets, a_values,
+                                  b_bitmaps, b_offsets, b_values, task_a, task_b, c_ptr, c_ptr,
+                                  1, c_bitmaps, c_offsets, l.c, task_b + l.p, l.v,
+                                  BitmapOrder<T>{c_values}, zeros, nullptr);
     if (!drop_zeros) return;
     grid_barrier(work);
     if (__ldcg(zeros) == 0) return;

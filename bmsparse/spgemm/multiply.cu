@@ -42,6 +42,8 @@
 //                                      exactly zero; a plain store, so it may be
 //                                      a word of host memory that the host
 //                                      reads after a sync without a copy
+// I: the type of the index arithmetic (int when every index and size, the
+// grid's threads included, fits in 31 bits; see multiply.cuh).
 // Launch: one thread per output value, 1-D grid, blocks of a multiple of 32.
 // Work: O(c_nnz * (pairs per block) + multiplies). Deterministic: fixed
 // summation order, no atomics on values.
@@ -57,7 +59,7 @@ extern "C" __global__ void bmsparse_multiply_warp_blocks(
     mark_warp_starts(warp_block, q, c_offsets[q], c_offsets[q + 1] - c_offsets[q]);
 }
 
-template <typename T, typename S>
+template <typename T, typename S, typename I>
 __global__ void bmsparse_multiply_values(
     const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
     const T* __restrict__ a_values,
@@ -71,7 +73,7 @@ __global__ void bmsparse_multiply_values(
     T* __restrict__ c_values, unsigned long long* __restrict__ zero_values,
     unsigned long long* zero_flag)
 {
-    multiply_value<T, S>(blockIdx.x * (long long)blockDim.x + threadIdx.x, a_bitmaps,
+    multiply_value<T, S, I>((I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x, a_bitmaps,
                          a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
                          c_first, c_last, last_shift, c_bitmaps, c_offsets, c_nblocks,
                          warp_block, c_nnz, BitmapOrder<T>{c_values}, zero_values, zero_flag);

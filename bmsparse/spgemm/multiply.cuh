@@ -13,10 +13,10 @@
 template <typename T>
 struct BitmapOrder {
     T* __restrict__ values;
-    __device__ __forceinline__ long long place(long long v, long long, u64, int) const {
-        return v;
-    }
-    __device__ __forceinline__ void store(long long at, T value) const { values[at] = value; }
+    template <typename I>
+    __device__ __forceinline__ I place(I v, I, u64, int) const { return v; }
+    template <typename I>
+    __device__ __forceinline__ void store(I at, T value) const { values[at] = value; }
 };
 
 // value v of C written to CSR arrays, its column index beside it: C's keys
@@ -40,9 +40,14 @@ struct CsrOrder {
     }
 };
 
-template <typename T, typename S, typename Out>
+// I: the type of the kernel's index arithmetic, int where every index and
+// size fits in 31 bits (the host checks, see multiply.py's index_type), else
+// long long. The arrays stay 64-bit; with int every address is one
+// IMAD.WIDE instead of a 64-bit add pair, which was about a third of the
+// instructions (ncu, surrogate: 315 warp instructions per 32 values).
+template <typename T, typename S, typename I, typename Out>
 __device__ __forceinline__ void multiply_value(
-    long long v, const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
+    I v, const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
     const T* __restrict__ a_values,
     const u64* __restrict__ b_bitmaps, const long long* __restrict__ b_offsets,
     const T* __restrict__ b_values,
@@ -54,47 +59,52 @@ __device__ __forceinline__ void multiply_value(
     const Out& out, unsigned long long* __restrict__ zero_values,
     unsigned long long* zero_flag)
 {
-    const long long warp_first = v & ~31ll;
-    if (warp_first >= c_nnz) return;  // whole warps leave together
+    const I nnz = (I)c_nnz, nblocks = (I)c_nblocks;
+    const I warp_first = v & ~(I)31;
+    if (warp_first >= nnz) return;  // whole warps leave together
     const int lane = (int)(threadIdx.x & 31u);
     // The blocks starting inside this warp's 32 values: lane k reads the
     // offset of block q0 + 1 + k; as offsets strictly increase, the set of
     // distances (offset - warp_first) < 32 marks where blocks start, and a
     // lane's block is q0 plus the starts at or before it.
-    const long long q0 = warp_block[warp_first >> 5];
-    const long long base0 = c_offsets[q0];
-    const long long next = q0 + 1 + lane <= c_nblocks ? c_offsets[q0 + 1 + lane] : c_nnz + 32;
-    const long long distance = next - warp_first;
-    unsigned int starts = distance < 32 ? 1u << distance : 0u;
-#pragma unroll
-    for (int s = 16; s > 0; s >>= 1) starts |= __shfl_xor_sync(0xffffffffu, starts, s);
+    const I q0 = (I)warp_block[warp_first >> 5];
+    const I base0 = (I)c_offsets[q0];
+    const I next = q0 + 1 + lane <= nblocks ? (I)c_offsets[q0 + 1 + lane] : nnz + 32;
+    const I distance = next - warp_first;  // at least 1: value warp_first is block q0's
+    const unsigned int starts = __reduce_or_sync(0xffffffffu,
+                                                 distance < 32 ? 1u << distance : 0u);
     const int before = __popc(starts & (0xffffffffu >> (31 - lane)));  // starts at <= lane
-    const long long start = __shfl_sync(0xffffffffu, next, (before + 31) & 31);
-    const unsigned int live = __ballot_sync(0xffffffffu, v < c_nnz);
-    if (v >= c_nnz) return;
-    const long long q = q0 + before;
-    const long long first_value = before ? start : base0;
+    const I start = __shfl_sync(0xffffffffu, next, (before + 31) & 31);
+    const unsigned int live = __ballot_sync(0xffffffffu, v < nnz);
+    if (v >= nnz) return;
+    const I q = q0 + before;
+    const I first_value = before ? start : base0;
     const u64 c_bm = c_bitmaps[q];
     const int bit = nth_set_bit(c_bm, (int)(v - first_value));
     const int r = bit >> 3, c = bit & 7;
     // loaded before the sum, so that its loads overlap the pairs'
     const auto at = out.place(v, q, c_bm, bit);
+    // the bits of A's rows above r: where row r's values start in a block
+    const u64 above = (1ull << (r << 3)) - 1ull;
     T acc = S::template identity<T>();
-    const long long p1 = c_last[q + last_shift];
-    for (long long p = c_first[q]; p < p1; ++p) {
-        const long long ia = task_a[p], ib = task_b[p];
+    const I p1 = (I)c_last[q + (I)last_shift];
+    for (I p = (I)c_first[q]; p < p1; ++p) {
+        const I ia = (I)task_a[p], ib = (I)task_b[p];
         const u64 a_bm = a_bitmaps[ia], b_bm = b_bitmaps[ib];
-        unsigned int terms = row_bits(a_bm, r) & col_bits(b_bm, c);
+        const unsigned int a_row = row_bits(a_bm, r);
+        unsigned int terms = a_row & col_bits(b_bm, c);
         if (!terms) continue;
         if constexpr (!S::reads_values) {
             for (; terms; terms &= terms - 1u) acc = S::add(acc, T(1));
             continue;
         }
-        const T* a_val = a_values + a_offsets[ia];
-        const T* b_val = b_values + b_offsets[ib];
+        // row r of A's block is a run of its values: entry (r, t) is the
+        // run's value number popc(a_row below t)
+        const T* a_val = a_values + ((I)a_offsets[ia] + (I)__popcll(a_bm & above));
+        const T* b_val = b_values + (I)b_offsets[ib];
         for (; terms; terms &= terms - 1u) {
             const int t = __ffs(terms) - 1;
-            acc = S::add(acc, S::mul(a_val[value_index(a_bm, bit_of(r, t))],
+            acc = S::add(acc, S::mul(a_val[__popc(a_row & ((1u << t) - 1u))],
                                      b_val[value_index(b_bm, bit_of(t, c))]));
         }
     }

@@ -19,10 +19,29 @@ from .count import bool_product
 
 _KERNELS = "spgemm/multiply.cu"
 _kernels.register(_KERNELS, {"bmsparse_multiply_warp_blocks": (),
-                             "bmsparse_multiply_values": ("T", "S")})
+                             "bmsparse_multiply_values": ("T", "S", "I")})
 _CSR_KERNELS = "spgemm/multiply_csr.cu"
-_kernels.register(_CSR_KERNELS, {"bmsparse_multiply_csr": ("T", "S", "I")})
+_kernels.register(_CSR_KERNELS, {"bmsparse_multiply_csr": ("T", "S", "I", "J")})
 _WARP = 32
+
+#: threads of a thread block of the multiply kernels (``_kernels.launch``'s default)
+_THREADS = 256
+
+
+def index_type(*sizes: int) -> np.dtype:
+    """The dtype of the multiply kernels' index arithmetic (``I`` of
+    ``multiply.cu``): int32 when every size of the product (values and
+    blocks of A, B and C, tasks, the threads launched) stays below 2^31 with
+    a thread block to spare, else int64. The arrays stay int64 either way.
+    """
+    return np.dtype(np.int32 if max(sizes) + 2 * _THREADS < 1 << 31 else np.int64)
+
+
+def _index_type(a_values: Any, b_values: Any, a_offsets: Any, b_offsets: Any, task_a: Any,
+                c_offsets: Any, threads: int) -> np.dtype:
+    """:func:`index_type` of a product's arrays and ``threads`` launched."""
+    return index_type(a_values.shape[0], b_values.shape[0], a_offsets.shape[0],
+                      b_offsets.shape[0], task_a.shape[0], c_offsets.shape[0], threads)
 
 
 def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
@@ -97,14 +116,16 @@ def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_value
         warp_block = _warp_blocks(c_offsets, c_nblocks, nnz)
     c_values, zero_values = value_arrays(nnz, a_values.dtype)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype,
-                                 S=semiring.functor)
+                                 S=semiring.functor, I=_index_type(
+                                     a_values, b_values, a_offsets, b_offsets, task_a,
+                                     c_offsets, nnz))
     last_shift = 1 if c_last is None else 0
     # launched without the casts (20 arguments): the scalars made NumPy's here
     _kernels.launch(kernel, nnz, (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
         c_first, c_first if c_last is None else c_last, np.int64(last_shift), c_bitmaps,
         c_offsets, np.int64(c_nblocks), warp_block, np.int64(nnz), c_values, zero_values,
-        np.uint64(0 if zero_flag is None else zero_flag.ptr)), cast=False)
+        np.uint64(0 if zero_flag is None else zero_flag.ptr)), block=_THREADS, cast=False)
     return c_values, zero_values
 
 
@@ -162,7 +183,9 @@ def multiply_csr(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     indices = cupy.empty(nnz, dtype=index_dtype)
     data, zero_values = value_arrays(nnz, dtype)
     kernel = _kernels.get_kernel(_CSR_KERNELS, "bmsparse_multiply_csr", T=dtype,
-                                 S=semiring.functor, I=index_dtype)
+                                 S=semiring.functor, I=index_dtype, J=_index_type(
+                                     a_values, b_values, a_offsets, b_offsets, task_a,
+                                     c_offsets, max(nnz, nrows + 1)))
     last_shift = 1 if c_last is None else 0
     _kernels.launch(kernel, max(nnz, nrows + 1), (
         a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,

@@ -13,6 +13,7 @@
 //   long long nrows                  - rows of C
 //   I         indptr[nrows + 1], indices[c_nnz] - out
 //   T         data[c_nnz]            - out: the values
+// J: the type of the index arithmetic, as I of multiply.cu.
 // Launch: max(c_nnz, nrows + 1) threads; thread t <= nrows also writes
 // indptr[t]. A warp's writes land in the CSR rows of one or two blocks:
 // segments of up to 8 values, which the next blocks of the block row (the
@@ -20,7 +21,7 @@
 // Layout: see ../_cuda/bitmap.cuh.
 #include "multiply.cuh"
 
-template <typename T, typename S, typename I>
+template <typename T, typename S, typename I, typename J>
 __global__ void bmsparse_multiply_csr(
     const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
     const T* __restrict__ a_values,
@@ -38,7 +39,7 @@ __global__ void bmsparse_multiply_csr(
 {
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (tid <= nrows) write_indptr(brow_ptr, places, c_nblocks, nrows, tid, indptr);
-    multiply_value<T, S>(tid, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
+    multiply_value<T, S, J>((J)tid, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
                          task_a, task_b, c_first, c_last, last_shift, c_bitmaps, c_offsets,
                          c_nblocks, warp_block, c_nnz,
                          CsrOrder<T, I>{c_keys, brow_ptr, places, indices, data},

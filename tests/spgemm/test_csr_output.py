@@ -114,6 +114,18 @@ def test_csr_format_int64_indices(xp, monkeypatch):
     assert_identical(got, bitmap)
 
 
+def test_csr_format_wide_index_arithmetic(xp, monkeypatch):
+    # the kernels' 64-bit index arithmetic (products past 2^31 values or
+    # blocks) writes what the 32-bit one does
+    a = random_csr(300, 200, 0.05, seed=12)
+    b = random_csr(200, 250, 0.05, seed=13)
+    _, narrow, _, _ = product(a, b, xp)
+    monkeypatch.setattr(multiply, "index_type", lambda *sizes: np.dtype(np.int64))
+    wide, wide_bitmap, _, _ = product(a, b, xp)
+    assert_identical(wide, narrow)
+    assert_identical(wide_bitmap, narrow)
+
+
 @pytest.mark.parametrize("semiring", ["min_plus", "max_times", "or_and"])
 def test_csr_format_semirings(semiring, xp):
     a = random_csr(60, 50, 0.15, seed=5)

@@ -468,6 +468,35 @@ def test_multiply(name, dtype, xp):
     assert [int(x) for x in host(c_nonzero)] == want_nonzero
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dtype", ["int64", "float64", "complex64"])
+def test_multiply_index_arithmetic_widths_agree(name, dtype, monkeypatch):
+    # the kernel's 32-bit index arithmetic (every product of the tests and
+    # the corpus) against the 64-bit one that larger products take
+    import cupy
+
+    a, b, t = brute_inputs(name, dtype)
+    c_bitmaps, c_offsets = brute_count([int(x) for x in a.bitmaps],
+                                       [int(x) for x in b.bitmaps], t)
+    widths = []
+    for dtype_of_index in (np.int32, np.int64):
+        monkeypatch.setattr(multiply_mod, "index_type",
+                            lambda *sizes, d=dtype_of_index: np.dtype(d))
+        c_values, c_nonzero = run_multiply(cupy, a, b, t, c_bitmaps, c_offsets)
+        widths.append((host(c_values), c_nonzero))
+    (narrow, narrow_nonzero), (wide, wide_nonzero) = widths
+    assert narrow.tobytes() == wide.tobytes()
+    np.testing.assert_array_equal(narrow_nonzero, wide_nonzero)
+
+
+def test_multiply_index_type_is_32_bit_below_2_31():
+    assert multiply_mod.index_type(0, 5, 1 << 30) == np.int32
+    assert multiply_mod.index_type((1 << 31) - 10_000) == np.int32
+    assert multiply_mod.index_type((1 << 31) - 1) == np.int64
+    assert multiply_mod.index_type(1, 1 << 40) == np.int64
+
+
 @pytest.mark.parametrize("name", WITH_TASKS)
 def test_multiply_uniform_values(name, xp):
     a, b, t = brute_inputs(name, np.float64, uniform=True)

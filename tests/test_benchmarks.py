@@ -1,4 +1,5 @@
-"""Smoke tests of benchmarks/webbase.py, suite.py and graph.py, and of their shared code.
+"""Smoke tests of benchmarks/webbase.py, suite.py, graph.py and timeline.py, and of their
+shared code.
 
 The scripts run as subprocesses, as a user runs them, on tiny inputs: the
 "cpu" path (``--cpu``) everywhere and the "gpu" path where there is a device.
@@ -21,6 +22,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from bmsparse import STAGES
+from bmsparse._sputils import cupy_available
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
@@ -265,6 +267,35 @@ def test_graph_missing_folder(tmp_path):
     proc = run_script("graph.py", tmp_path / "nope", "--cpu")
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"graph.py: error: {tmp_path / 'nope'}: no such folder"
+
+
+# --- timeline.py -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(cupy_available(), reason="a GPU is present")
+def test_timeline_without_a_gpu_fails_in_one_line():
+    proc = run_script("timeline.py")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "timeline.py: needs a CUDA GPU"
+
+
+@pytest.mark.gpu
+def test_timeline_stamps_launches_and_syncs(tmp_path):
+    path = tmp_path / "a.mtx"
+    scipy.io.mmwrite(path, random_csr(600, 600, 6000, seed=3))
+    proc = run_script("timeline.py", "--matrix", path, "--op", "spgemm", "--op", "from_cupyx",
+                      "--op", "tocsr", "--op", "spgemm_csr", "--repeat", "2", "--warmup", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("\nwall ") == 4
+    assert "sync (" in proc.stdout and "bmsparse_" in proc.stdout
+
+
+@pytest.mark.gpu
+def test_timeline_missing_matrix_file(tmp_path):
+    proc = run_script("timeline.py", "--matrix", tmp_path / "nope.mtx")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == \
+        f"timeline.py: error: --matrix {tmp_path / 'nope.mtx'}: no such file"
 
 
 # --- common.py ------------------------------------------------------------------------

@@ -15,9 +15,9 @@
 // When the code does not fit in 64 bits, convert.py sorts with stable
 // argsorts instead and steps 5 and 6 run on its output unchanged.
 //
-// Canonical CSR -> bitmap needs no sort either: bmsparse_convert_csr_place
-// puts every entry at its final place by binary searches in the 8 rows of
-// its block row, then step 6 runs as above (every entry is distinct).
+// Canonical CSR -> bitmap needs no sort either: a group of 8 lanes walks the
+// rows of a block row in step (bmsparse_convert_csr_windows, _count and
+// _write, below).
 //
 // Bitmap -> CSR needs no sort: blocks are sorted by key and values are in bit
 // order, so every entry's place follows from popcounts and one scan:
@@ -31,6 +31,7 @@
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
 #include "_cuda/csr.cuh"
+#include "_cuda/scan.cuh"
 
 #define BMSPARSE_ERR_ROW_NEGATIVE 1
 #define BMSPARSE_ERR_ROW_RANGE 2
@@ -190,57 +191,239 @@ __device__ __forceinline__ long long count_below(const I* indices, long long fir
     return lo - first;
 }
 
-// Canonical CSR -> bitmap: each entry's place in bitmap order, found by binary
-// searches in the 8 rows of its block row:
-//   place = (entries of the block row in earlier blocks, all 8 rows)
-//         + (entries of this block in earlier rows) + (earlier in this row)
-//   I         indptr[nrows + 1], indices[nnz] - canonical CSR (checked: a row
-//                                 that is not strictly increasing sets an error bit)
-//   T         values[nnz]        - values, or null for a pattern matrix
-//   int       errors[1]          - in/out: if set on entry (a bad indptr), nothing
-//                                 is read; BMSPARSE_ERR_* bits are added
-//   T         out_values[nnz]    - out, in bitmap order (unless null)
-//   u64       keys[nnz]; long long bits[nnz], heads[nnz] - out, in bitmap order: each
-//                                 entry's block key and bit, and 1 where a block starts
-// Work: O(nnz * 16 log(row length)).
-template <typename T, typename I>
-__global__ void bmsparse_convert_csr_place(
-    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ values,
-    long long nnz, long long nrows, long long ncols, int* __restrict__ errors,
-    T* __restrict__ out_values, u64* __restrict__ keys, long long* __restrict__ bits,
-    long long* __restrict__ heads)
+// Canonical CSR -> bitmap by block rows, without a sort. A group of 8 lanes
+// walks a block row, lane r holding a cursor in row 8i + r; the least block
+// column under the cursors (__reduce_min_sync) is the next block, and the
+// lanes at it take their entries of it. A first walk counts the blocks, an
+// exclusive scan of the counts (convert.py) places them, and a second walk
+// writes keys, bitmaps, offsets and values. A block row of more than
+// `window` entries (convert.py's CSR_WINDOW) is cut into windows of block
+// columns, walked by a group each, so that a hub row does not hold up one
+// group: the window bounds are the block columns of its longest row at
+// evenly spaced entries. A group's steps are serial (a reduction, then the
+// lanes' next entries), so windows are short: with 256 entries the
+// surrogate's hub windows took most of the 120 + 190 us of the two walks;
+// with 32, 85 + 114 (H100).
+//   bmsparse_convert_csr_windows : the windows of every block row, numbered
+//                                  by a one-launch scan (_cuda/scan.cuh)
+//   bmsparse_convert_csr_count   : the blocks of every window, and the range
+//                                  and order errors of the entries
+//   bmsparse_convert_csr_write   : the blocks and values
+// Work: O(nnz + blocks) and a binary search per row of a window of a cut
+// block row; each entry is read twice (once more in cut block rows, checked
+// separately there).
+#define BMSPARSE_NO_BLOCK_COL 0xffffffffu
+
+// windows of block row i: one per `window` entries
+template <typename I>
+__device__ __forceinline__ long long csr_windows(const I* indptr, long long nrows, long long i,
+                                                 long long window) {
+    const long long row0 = i << 3;
+    const long long e = (long long)indptr[min(row0 + 8, nrows)] - (long long)indptr[row0];
+    return e > window ? (e + window - 1) / window : 1;
+}
+
+//   I         indptr[nrows + 1]
+//   long long nrows, nbrows, window - entries of a window (at least 1)
+//   int       errors[1]        - from bmsparse_convert_indptr_errors: if set,
+//                                every block row gets one window (nothing is read)
+//   long long state[1 + 3 * ntiles] - zeroed (_cuda/scan.cuh); ntiles tiles of block rows
+//   u64       windows[]        - out: block row << 32 | window number, per window;
+//                                at most nbrows + nnz / window
+//   long long nwindows[1]      - zeroed; out: their number
+// Launch: ntiles thread blocks of BMSPARSE_SCAN_THREADS.
+template <typename I>
+__global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_convert_csr_windows(
+    const I* __restrict__ indptr, long long nrows, long long nbrows, long long window,
+    const int* errors, long long* state, long long ntiles, u64* __restrict__ windows,
+    long long* __restrict__ nwindows)
 {
-    long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (e >= nnz) return;
-    if (*(volatile int*)errors) return;  // a bad indptr: searches could leave the arrays
-    // the row of entry e: the last row whose start is <= e
-    long long lo = 0, hi = nrows - 1;
-    while (lo < hi) {
-        const long long mid = (lo + hi + 1) >> 1;
-        if ((long long)indptr[mid] <= e) lo = mid; else hi = mid - 1;
+    const long long tile = scan_ticket(state);
+    const bool bad = *(volatile const int*)errors != 0;
+    const long long first = tile * BMSPARSE_SCAN_TILE + threadIdx.x * BMSPARSE_SCAN_ITEMS;
+    long long count[BMSPARSE_SCAN_ITEMS];
+    long long sum = 0;
+#pragma unroll
+    for (int j = 0; j < BMSPARSE_SCAN_ITEMS; ++j) {
+        count[j] = first + j >= nbrows ? 0 : bad ? 1 : csr_windows(indptr, nrows, first + j, window);
+        sum += count[j];
     }
-    const long long row = lo, col = indices[e];
-    const int err = range_errors(row, col, nrows, ncols);
-    if (err) { atomicOr(errors, err); return; }
-    const long long row_start = indptr[row];
-    if (e > row_start && (long long)indices[e - 1] >= col) {
-        atomicOr(errors, BMSPARSE_ERR_NOT_CANONICAL);
+    const ScanPrefix prefix = scan_thread_prefix(sum, tile, ntiles, state);
+    long long w = prefix.thread;
+#pragma unroll
+    for (int j = 0; j < BMSPARSE_SCAN_ITEMS; ++j) {
+        for (long long k = 0; k < count[j]; ++k) windows[w++] = ((u64)(first + j) << 32) | (u64)k;
+    }
+    if (tile == ntiles - 1 && threadIdx.x == BMSPARSE_SCAN_THREADS - 1)
+        *nwindows = prefix.tile + prefix.total;
+}
+
+// Errors of entries [from, to) of a row starting at `begin` (range, and
+// strictly increasing from the entry before `from`)
+template <typename I>
+__device__ __forceinline__ int csr_entry_errors(const I* indices, long long begin,
+                                                long long from, long long to, long long row,
+                                                long long nrows, long long ncols) {
+    int err = 0;
+    long long prev = from > begin ? (long long)indices[from - 1] : -1;
+    for (long long e = from; e < to; ++e) {
+        const long long col = indices[e];
+        err |= range_errors(row, col, nrows, ncols) | (col <= prev ? BMSPARSE_ERR_NOT_CANONICAL : 0);
+        prev = col;
+    }
+    return err;
+}
+
+// One window's walk, by a group of 8 lanes (lane r: row 8i + r). WRITE false:
+// counts[w] = its blocks, errors added. WRITE true: its blocks written from
+// block counts[w] on (the exclusive scan of the counts).
+template <typename T, typename I, bool WRITE>
+__device__ __forceinline__ void csr_walk(
+    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ values,
+    long long nrows, long long ncols, long long window, const u64* __restrict__ windows,
+    const long long* __restrict__ nwindows, long long capacity, int* errors,
+    long long* counts, u64* __restrict__ keys, u64* __restrict__ bitmaps,
+    long long* __restrict__ offsets, T* __restrict__ out_values)
+{
+    const long long w = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 3;
+    const int r = (int)(threadIdx.x & 7u);
+    const unsigned int group = 0xffu << (threadIdx.x & 24u);
+    if (w >= capacity) return;  // whole groups leave together
+    // a bad indptr (the first kernel's error) would send the walk anywhere
+    if (w >= *nwindows || (!WRITE && (*(volatile int*)errors & BMSPARSE_ERR_INDPTR))) {
+        if (!WRITE && r == 0) counts[w] = 0;
         return;
     }
-    const long long row0 = row & ~7ll, row1 = min(row0 + 8, nrows), b = col >> 3;
-    long long place = indptr[row0], before_in_block = 0;
-    for (long long rr = row0; rr < row1; ++rr) {
-        const long long first = indptr[rr], last = indptr[rr + 1];
-        const long long below = count_below(indices, first, last, b << 3);
-        place += below;
-        if (rr < row) before_in_block += count_below(indices, first, last, (b + 1) << 3) - below;
-        else if (rr == row) before_in_block += e - first - below;
+    const u64 item = windows[w];
+    const long long i = (long long)(item >> 32), k = (long long)(item & 0xffffffffull);
+    const long long row0 = i << 3, row = row0 + r;
+    long long begin = 0, end = 0;
+    if (row < nrows) { begin = indptr[row]; end = indptr[row + 1]; }
+    const long long nwin = csr_windows(indptr, nrows, i, window);
+    unsigned int lo = 0, hi = BMSPARSE_NO_BLOCK_COL;
+    int err = 0;
+    if (nwin > 1) {
+        // the window's block columns [lo, hi): bounds at evenly spaced
+        // entries of the longest row (the first of equal ones)
+        long long longest = ((end - begin) << 3) | (7 - r);
+#pragma unroll
+        for (int d = 4; d > 0; d >>= 1) longest = max(longest, __shfl_xor_sync(group, longest, d, 8));
+        const long long len = longest >> 3;
+        const long long start = __shfl_sync(group, begin, 7 - (int)(longest & 7), 8);
+        if (k > 0) lo = (unsigned int)((unsigned long long)indices[start + k * len / nwin] >> 3);
+        if (k + 1 < nwin)
+            hi = (unsigned int)((unsigned long long)indices[start + (k + 1) * len / nwin] >> 3);
+        // the walks below assume canonical rows: each window checks an equal
+        // share of every row's entries instead
+        const long long n = end - begin;
+        if (!WRITE)
+            err = csr_entry_errors(indices, begin, begin + k * n / nwin,
+                                   begin + (k + 1) * n / nwin, row, nrows, ncols);
     }
-    place += before_in_block;
-    if (out_values) out_values[place] = values[e];
-    keys[place] = make_key((u64)(row >> 3), (u64)b);
-    bits[place] = bit_of((int)(row & 7), (int)(col & 7));
-    heads[place] = before_in_block == 0;
+    long long cur = lo ? begin + count_below(indices, begin, end, (long long)lo << 3) : begin;
+    // value number of the window's first entry: the block row's first, and
+    // every entry of its rows before the window
+    long long at = cur - begin;
+#pragma unroll
+    for (int d = 4; d > 0; d >>= 1) at += __shfl_xor_sync(group, at, d, 8);
+    at += indptr[row0];
+    long long prev = cur > begin ? (long long)indices[cur - 1] : -1;
+    long long col = 0;
+    unsigned int bc = BMSPARSE_NO_BLOCK_COL;  // block column of the next entry in the window
+    // the row's next entries, loaded four at a time: the walk's steps then
+    // wait on a load once every four entries, not at each
+    I ahead[4];
+    int queued = 0;
+    auto step = [&]() {
+        bc = BMSPARSE_NO_BLOCK_COL;
+        if (cur >= end) return;
+        if (queued == 0) {
+            queued = (int)min(end - cur, 4ll);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) ahead[j] = j < queued ? indices[cur + j] : I(0);
+        }
+        col = ahead[0];
+        ahead[0] = ahead[1];
+        ahead[1] = ahead[2];
+        ahead[2] = ahead[3];
+        --queued;
+        const int e = range_errors(row, col, nrows, ncols);
+        if (e) { err |= e; return; }  // this lane stops: the caller raises
+        if (col <= prev) err |= BMSPARSE_ERR_NOT_CANONICAL;
+        if ((unsigned long long)col >> 3 < hi) bc = (unsigned int)(col >> 3);
+    };
+    step();
+    long long block = WRITE ? counts[w] : 0;
+    for (;;) {
+        const unsigned int m = __reduce_min_sync(group, bc);
+        if (m == BMSPARSE_NO_BLOCK_COL) break;
+        unsigned int byte = 0;
+        int n = 0;
+        while (bc == m) {  // this row's entries in block column m
+            byte |= 1u << (col & 7);
+            ++n;
+            prev = col;
+            ++cur;
+            step();
+        }
+        if constexpr (WRITE) {
+            const u64 bitmap = (u64)__reduce_or_sync(group, r < 4 ? byte << (8 * r) : 0u)
+                               | ((u64)__reduce_or_sync(group, r < 4 ? 0u : byte << (8 * r - 32))
+                                  << 32);
+            if (r == 0) {
+                keys[block] = make_key((u64)i, (u64)m);
+                bitmaps[block] = bitmap;
+                offsets[block] = at;
+            }
+            if (out_values) {  // row r's entries of the block are a run of its values
+                T* out = out_values + at + __popcll(bitmap & ((1ull << (8 * r)) - 1ull));
+                for (int j = 0; j < n; ++j) out[j] = values[cur - n + j];
+            }
+            at += __popcll(bitmap);
+        }
+        ++block;
+    }
+    if (!WRITE && r == 0) counts[w] = block;
+    if (!WRITE && err) atomicOr(errors, err);
+}
+
+//   I         indptr[nrows + 1], indices[nnz] - CSR arrays
+//   long long nrows, ncols, window
+//   u64       windows[capacity]; long long nwindows[1] - from bmsparse_convert_csr_windows
+//   long long capacity         - windows' length (nbrows + nnz / window + 1)
+//   int       errors[1]        - in/out: BMSPARSE_ERR_* bits are added
+//   long long counts[capacity] - out: blocks of each window (0 past nwindows)
+// Launch: 8 threads per window of capacity, blocks of a multiple of 32.
+template <typename I>
+__global__ void bmsparse_convert_csr_count(
+    const I* __restrict__ indptr, const I* __restrict__ indices, long long nrows,
+    long long ncols, long long window, const u64* __restrict__ windows,
+    const long long* __restrict__ nwindows, long long capacity, int* errors,
+    long long* __restrict__ counts)
+{
+    csr_walk<double, I, false>(indptr, indices, nullptr, nrows, ncols, window, windows,
+                               nwindows, capacity, errors, counts, nullptr, nullptr, nullptr,
+                               nullptr);
+}
+
+//   (the arguments of bmsparse_convert_csr_count, checked by it, and)
+//   T         values[nnz]      - values, or null for a pattern matrix
+//   long long starts[capacity + 1] - exclusive scan of the count kernel's counts
+//   long long nnz
+//   u64       keys[nblocks], bitmaps[nblocks] - out
+//   long long offsets[nblocks + 1] - out
+//   T         out_values[nnz]  - out, in bitmap order (unless null)
+template <typename T, typename I>
+__global__ void bmsparse_convert_csr_write(
+    const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ values,
+    long long nrows, long long ncols, long long window, const u64* __restrict__ windows,
+    const long long* __restrict__ nwindows, long long capacity,
+    long long* __restrict__ starts, long long nnz, long long nblocks, u64* __restrict__ keys,
+    u64* __restrict__ bitmaps, long long* __restrict__ offsets, T* __restrict__ out_values)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) offsets[nblocks] = nnz;
+    csr_walk<T, I, true>(indptr, indices, values, nrows, ncols, window, windows, nwindows,
+                         capacity, nullptr, starts, keys, bitmaps, offsets, out_values);
 }
 
 // Row and column of every entry, in value order (bitmap -> COO).

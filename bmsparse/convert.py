@@ -27,7 +27,9 @@ _kernels.register(_KERNELS, {
     "bmsparse_convert_unpack_codes": (),
     "bmsparse_convert_sum_entries": ("T",),
     "bmsparse_convert_block_heads": (),
-    "bmsparse_convert_csr_place": ("T", "I"),
+    "bmsparse_convert_csr_windows": ("I",),
+    "bmsparse_convert_csr_count": ("I",),
+    "bmsparse_convert_csr_write": ("T", "I"),
     "bmsparse_convert_expand_entries": (),
     "bmsparse_convert_segment_lengths": (),
     "bmsparse_convert_csr_entries": ("T", "I"),
@@ -143,9 +145,9 @@ def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]
             xp, _csr_rows(xp, indptr), indices, shape)
 
     if xp is not np:
-        placed = _place_canonical_csr(xp, indptr, indices, values, shape, explain)
-        if placed is not None:
-            return placed
+        walked = _walk_canonical_csr(xp, indptr, indices, values, shape, explain)
+        if walked is not None:
+            return walked
     keys, bits, order, entry_heads, block_heads, errors = _sorted_entries(
         xp, None, indices, indptr, shape)
     errors = errors | _indptr_errors(xp, indptr, indices.shape[0])
@@ -157,36 +159,67 @@ def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]
 _NOT_CANONICAL = 32
 
 
-def _place_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
-                         shape: tuple[int, int], explain: Callable[[], str]) -> Blocks | None:
-    """Blocks of a canonical CSR matrix on the GPU, without a sort; None if not canonical.
+#: entries of a block row one group of lanes walks at most, in a window of
+#: its block columns (``convert.cu``)
+CSR_WINDOW = 32
+#: the walk's "no block column" (``BMSPARSE_NO_BLOCK_COL``): wider matrices take the sort
+_NO_BLOCK_COL = (1 << 32) - 1
 
-    Every entry is put at its place in bitmap order by binary searches in the
-    rows of its block row; one sync reads the block count and the errors.
+
+def _walk_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
+                        shape: tuple[int, int], explain: Callable[[], str]) -> Blocks | None:
+    """Blocks of a canonical CSR matrix on the GPU, without a sort; None if it is
+    not canonical (or wider than the walk's block columns).
+
+    A group of 8 lanes walks the 8 rows of a block row (or of a window of
+    one, for long block rows) in step (``convert.cu``): four launches and
+    one sync, which reads the block count and the errors.
     """
     nnz = indices.shape[0]
+    nrows, ncols = shape
+    if nblocks_along(ncols) >= _NO_BLOCK_COL:
+        return None
+    import cupy
+
     index, (indptr, indices) = _kernel_index(indptr, indices)
     errors = _indptr_errors(xp, indptr, nnz)
-    out_values = None if values is None else xp.empty(nnz, dtype=values.dtype)
-    keys = xp.empty(nnz, dtype=xp.uint64)
-    bits, heads = xp.empty(nnz, dtype=xp.int64), xp.empty(nnz, dtype=xp.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_place",
-                                 T=np.float64 if values is None else values.dtype, I=index)
-    null = _kernels.NULL
-    _kernels.launch(kernel, nnz, (
-        indptr, indices, null if values is None else values, nnz, shape[0], shape[1], errors,
-        null if values is None else out_values, keys, bits, heads))
-    block_rank = cumsum(xp, heads)
-    # sync: block count and errors
-    nblocks, error = _readback.read_ints((block_rank, -1), (errors, 0)) if nnz else \
-        (0, _readback.read_ints((errors, 0))[0])
+    nbrows = nblocks_along(nrows)
+    window = max(CSR_WINDOW, 1)
+    capacity = nbrows + nnz // window + 1
+    ntiles = -(-nbrows // _primitives.SCAN_TILE)
+    # scratch in one allocation: the windows' scan state and their number
+    # (zeroed), the windows, the blocks of each
+    zeroed = 8 * (2 + 3 * ntiles)
+    work = cupy.cuda.alloc(zeroed + 16 * capacity)
+    work.memset_async(0, zeroed)
+    nwindows = np.uint64(work.ptr + zeroed - 8)
+    windows = _kernels.device_array(work, zeroed, capacity, np.uint64)
+    counts = _kernels.device_array(work, zeroed + 8 * capacity, capacity, np.int64)
+    i64 = np.int64
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_windows", I=index)
+    _kernels.launch(kernel, ntiles * _primitives.SCAN_THREADS, (
+        indptr, i64(nrows), i64(nbrows), i64(window), errors, np.uint64(work.ptr), i64(ntiles),
+        windows, nwindows), block=_primitives.SCAN_THREADS, cast=False)
+    walk = (indptr, indices, i64(nrows), i64(ncols), i64(window), windows, nwindows,
+            i64(capacity))
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_count", I=index)
+    _kernels.launch(kernel, 8 * capacity, (*walk, errors, counts), cast=False)
+    starts = _primitives.exclusive_scan(xp, counts)
+    nblocks, error = _readback.read_ints((starts, -1), (errors, 0))  # sync: size and errors
     if error == _NOT_CANONICAL:
         return None
     if error:
         raise ValueError(explain())
-    b_keys, b_bitmaps, b_offsets = _block_heads(xp, keys, bits, null, null, heads, block_rank,
-                                                nblocks, nnz)
-    return b_keys, b_bitmaps, b_offsets, out_values
+    keys, bitmaps, offsets = _kernels.block_arrays(_kernels.alloc_blocks(nblocks), nblocks)
+    out_values = None if values is None else _kernels.device_empty(nnz, values.dtype)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_write",
+                                 T=np.float64 if values is None else values.dtype, I=index)
+    null = _kernels.NULL
+    _kernels.launch(kernel, 8 * capacity, (
+        walk[0], walk[1], null if values is None else values, *walk[2:], starts, i64(nnz),
+        i64(nblocks), keys, bitmaps, offsets, null if out_values is None else out_values),
+        cast=False)
+    return keys, bitmaps, offsets, out_values
 
 
 #: error bit of an indptr that does not start at 0, decreases or does not end at nnz

@@ -465,6 +465,114 @@ def test_csr_to_bitmap_names_the_bad_argument(indptr, indices, error, match, xp)
                               (2, 3))
 
 
+def long_block_rows(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+    """COO entries, in CSR order, of 61 x 5000 rows of every length the GPU's
+    CSR walk cuts differently: a hub row of 3,000 entries; a block row of
+    eight rows of 300; one whose longest row (400 entries, columns below
+    400) holds none of the columns of the next (390 entries, columns from
+    4,000), so that the last window gets almost all of that row; short rows
+    around them, empty ones and a partial last block row with 500 entries."""
+    rng = np.random.default_rng(seed)
+    m, n = 61, 5000
+    lengths = rng.integers(0, 6, m)
+    lengths[3], lengths[8:16], lengths[60] = 3000, 300, 500
+    lengths[[20, 41, 42]] = 0
+    spans = {16: (0, 400), 17: (4000, 5000)}
+    rows, cols = [], []
+    for r in range(m):
+        lo, hi = spans.get(r, (0, n))
+        count = hi - lo if r in spans else lengths[r]
+        count = 390 if r == 17 else count
+        picked = np.sort(rng.choice(np.arange(lo, hi), count, replace=False))
+        rows.append(np.full(count, r))
+        cols.append(picked)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    values = rng.integers(1, 100, rows.shape[0]).astype(np.float64)
+    return rows, cols, values, (m, n)
+
+
+def as_csr(xp, rows, cols, values, shape, index_dtype=np.int64):
+    indptr = np.searchsorted(rows, np.arange(shape[0] + 1)).astype(index_dtype)
+    return (xp.asarray(indptr), xp.asarray(cols.astype(index_dtype)),
+            None if values is None else xp.asarray(values))
+
+
+def spy_sorts(monkeypatch) -> list[int]:
+    """Record each call of the sorting path of CSR -> bitmap (the GPU's CSR
+    walk needs none for canonical rows)."""
+    calls: list[int] = []
+    real = convert._sorted_entries
+    monkeypatch.setattr(convert, "_sorted_entries",
+                        lambda *a: calls.append(a[2].shape[0]) or real(*a))
+    return calls
+
+
+@pytest.mark.parametrize("window", [1, 5, 32])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("pattern", [False, True])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_csr_to_bitmap_long_block_rows(seed, pattern, index_dtype, window, xp, monkeypatch):
+    monkeypatch.setattr(convert, "CSR_WINDOW", window)  # entries of a window of the GPU's walk
+    rows, cols, values, shape = long_block_rows(seed)
+    sorts = spy_sorts(monkeypatch)
+    got = convert.csr_to_bitmap(*as_csr(xp, rows, cols, None if pattern else values, shape,
+                                        index_dtype), shape)
+    want, want_values = brute_blocks(rows, cols, values, shape)
+    assert_blocks(got, want, None if pattern else want_values)
+    if xp is not np:  # the host's twin sorts
+        assert sorts == []
+
+
+@pytest.mark.parametrize("fault", ["swap", "duplicate"])
+@pytest.mark.parametrize("where", [1500, 2999, 3000 + 100])  # the hub, its end, a row of 300
+def test_csr_to_bitmap_rows_out_of_order_deep_in_a_long_block_row(fault, where, xp,
+                                                                  monkeypatch):
+    # the walk of a cut block row assumes canonical rows: each window checks
+    # a share of every row, so a fault anywhere sends the matrix to the sort
+    monkeypatch.setattr(convert, "CSR_WINDOW", 7)
+    rows, cols, values, shape = long_block_rows(2)
+    start = int(np.searchsorted(rows, 3))  # the hub row's first entry
+    at = start + where - 1
+    if fault == "swap":
+        cols[at], cols[at + 1] = cols[at + 1], cols[at]
+    else:
+        cols[at + 1] = cols[at]
+    sorts = spy_sorts(monkeypatch)
+    got = convert.csr_to_bitmap(*as_csr(xp, rows, cols, values, shape), shape)
+    want, want_values = brute_blocks(rows, cols, values, shape)
+    assert_blocks(got, want, want_values)
+    assert len(sorts) == 1
+
+
+@pytest.mark.parametrize("where", [0, 1777, 2999])
+def test_csr_to_bitmap_column_out_of_range_in_a_long_block_row(where, xp):
+    rows, cols, values, shape = long_block_rows(3)
+    cols[int(np.searchsorted(rows, 3)) + where] = shape[1] + 7
+    with pytest.raises(ValueError, match=r"column index 5007 out of range"):
+        convert.csr_to_bitmap(*as_csr(xp, rows, cols, values, shape), shape)
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (13, 9), (1, 1)])
+def test_csr_to_bitmap_without_entries(shape, xp):
+    indptr = xp.zeros(shape[0] + 1, dtype=xp.int64)
+    keys, bitmaps, offsets, values = convert.csr_to_bitmap(
+        indptr, xp.zeros(0, dtype=xp.int64), xp.zeros(0), shape)
+    assert host(keys).shape == (0,) and host(bitmaps).shape == (0,)
+    assert host(offsets).tolist() == [0] and host(values).shape == (0,)
+
+
+@pytest.mark.parametrize("m,n,density", [(1, 1, 1.0), (9, 17, 0.5), (100, 3, 0.6),
+                                         (1000, 1000, 0.01), (333, 4100, 0.2)])
+def test_csr_to_bitmap_random_against_brute_force(m, n, density, xp):
+    a = sp.random_array((m, n), density=density, format="csr", rng=m * n,
+                        data_sampler=lambda size: np.arange(1, size + 1, dtype=np.float64))
+    coo = a.tocoo()
+    got = convert.csr_to_bitmap(xp.asarray(a.indptr), xp.asarray(a.indices),
+                                xp.asarray(a.data), (m, n))
+    want, want_values = brute_blocks(coo.row, coo.col, coo.data, (m, n))
+    assert_blocks(got, want, want_values)
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32])
 @pytest.mark.parametrize("fault", [None, "start", 1, 37, 299, "end"])
 def test_indptr_errors_anywhere(fault, dtype, xp):

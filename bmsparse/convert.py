@@ -172,8 +172,9 @@ def _walk_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
     not canonical (or wider than the walk's block columns).
 
     A group of 8 lanes walks the 8 rows of a block row (or of a window of
-    one, for long block rows) in step (``convert.cu``): four launches and
-    one sync, which reads the block count and the errors.
+    one, for long block rows) in step (``convert.cu``): the indptr check,
+    the windows, the counting walk, a scan, one sync (the block count and
+    the errors), the writing walk.
     """
     nnz = indices.shape[0]
     nrows, ncols = shape

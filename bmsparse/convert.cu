@@ -203,7 +203,8 @@ __device__ __forceinline__ long long count_below(const I* indices, long long fir
 // evenly spaced entries. A group's steps are serial (a reduction, then the
 // lanes' next entries), so windows are short: with 256 entries the
 // surrogate's hub windows took most of the 120 + 190 us of the two walks;
-// with 32, 85 + 114 (H100).
+// with 32, 85 + 114 (H100). Loading each row's next four entries at once
+// instead of one did not help (90 + 120 against 86 + 113 us, one H200).
 //   bmsparse_convert_csr_windows : the windows of every block row, numbered
 //                                  by a one-launch scan (_cuda/scan.cuh)
 //   bmsparse_convert_csr_count   : the blocks of every window, and the range
@@ -330,23 +331,10 @@ __device__ __forceinline__ void csr_walk(
     long long prev = cur > begin ? (long long)indices[cur - 1] : -1;
     long long col = 0;
     unsigned int bc = BMSPARSE_NO_BLOCK_COL;  // block column of the next entry in the window
-    // the row's next entries, loaded four at a time: the walk's steps then
-    // wait on a load once every four entries, not at each
-    I ahead[4];
-    int queued = 0;
     auto step = [&]() {
         bc = BMSPARSE_NO_BLOCK_COL;
         if (cur >= end) return;
-        if (queued == 0) {
-            queued = (int)min(end - cur, 4ll);
-#pragma unroll
-            for (int j = 0; j < 4; ++j) ahead[j] = j < queued ? indices[cur + j] : I(0);
-        }
-        col = ahead[0];
-        ahead[0] = ahead[1];
-        ahead[1] = ahead[2];
-        ahead[2] = ahead[3];
-        --queued;
+        col = indices[cur];
         const int e = range_errors(row, col, nrows, ncols);
         if (e) { err |= e; return; }  // this lane stops: the caller raises
         if (col <= prev) err |= BMSPARSE_ERR_NOT_CANONICAL;

@@ -552,6 +552,18 @@ def test_csr_to_bitmap_column_out_of_range_in_a_long_block_row(where, xp):
         convert.csr_to_bitmap(*as_csr(xp, rows, cols, values, shape), shape)
 
 
+@pytest.mark.parametrize("ncols", [8 * (2**32 - 2), 8 * (2**32 - 1), 2**35])
+def test_csr_to_bitmap_block_columns_near_the_walks_limit(ncols, xp):
+    # the GPU's walk holds block columns in 32 bits with one value reserved:
+    # up to 2**32 - 2 block columns it walks, beyond it the sort takes over
+    cols = np.array([0, ncols - 1, 5, ncols // 2, ncols - 9, ncols - 1])
+    rows = np.array([0, 0, 1, 1, 1, 9])
+    values = np.arange(1.0, 7.0)
+    got = convert.csr_to_bitmap(*as_csr(xp, rows, cols, values, (10, ncols)), (10, ncols))
+    want, want_values = brute_blocks(rows, cols, values, (10, ncols))
+    assert_blocks(got, want, want_values)
+
+
 @pytest.mark.parametrize("shape", [(0, 5), (5, 0), (13, 9), (1, 1)])
 def test_csr_to_bitmap_without_entries(shape, xp):
     indptr = xp.zeros(shape[0] + 1, dtype=xp.int64)

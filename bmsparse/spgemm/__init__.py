@@ -444,8 +444,11 @@ def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,
         # B's column order is kept with B: repeated masked products sort it once
         return (tasks.masked_tasks(a.keys, b.keys, mask.keys, max_bytes, b._column_order()),
                 mask.bitmaps)
-    # the block-row pointers (kept with the matrices) replace binary searches
-    pointers = (a._row_pointer(), b._row_pointer()) if a.on_device else None
+    # the block-row pointers (kept with the matrices) replace binary searches,
+    # unless a matrix is hypersparse: its pointer would scale with its shape
+    # (34 GB for 2^35 rows holding five entries), the task list with its blocks
+    pointers = tuple(m._row_pointer() if rowmerge.rows_fit(m) else None
+                     for m in (a, b)) if a.on_device else None
     task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
                             nblocks_along(b.shape[1]), max_bytes, pointers)
     if mask is None:

@@ -165,15 +165,20 @@ def merge(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     return two_passes(a, block_rows(b), parts, span, pairs, check, launch)
 
 
+def rows_fit(m: Any) -> bool:
+    """True when ``m`` has not many more block rows than blocks
+    (``ROWS_PER_BLOCK``, or at most ``UNITS``): arrays per block row cost
+    about what its blocks do."""
+    return nblocks_along(m.shape[0]) <= max(ROWS_PER_BLOCK * m.nblocks, UNITS)
+
+
 def per_row_arrays_fit(a: Any, b: Any) -> bool:
     """True on the GPU when A and B have at most ``MAX_BLOCK_ROWS`` block rows
-    and not many more than blocks (``ROWS_PER_BLOCK``): the condition of both
-    per-block-row strategies (this one and :mod:`.rowdense`)."""
+    and :func:`rows_fit`: the condition of both per-block-row strategies
+    (this one and :mod:`.rowdense`)."""
     if get_array_module(a.keys, b.keys) is np:
         return False
-    return all(nblocks_along(m.shape[0]) <= min(MAX_BLOCK_ROWS,
-                                                max(ROWS_PER_BLOCK * m.nblocks, UNITS))
-               for m in (a, b))
+    return all(nblocks_along(m.shape[0]) <= MAX_BLOCK_ROWS and rows_fit(m) for m in (a, b))
 
 
 def block_rows(b: Any) -> tuple[Any, Any, Any]:

@@ -272,3 +272,5 @@ def test_huge_shape_with_entries_at_the_corners(n, xp):
     got = dict(zip(zip(host(got_rows).tolist(), host(got_cols).tolist()),
                    host(c.values).tolist()))
     assert c.shape == (n, n) and got == want
+    # nothing per block row was made: 2**31 block rows would take 17 GB
+    assert "row_pointer" not in a._cache

@@ -146,7 +146,8 @@ class BitmapMatrix:
                                         nblocks_along(source.shape[1]),
                                         source._cache.get("column_pointer"))
             # the transpose's column order is the source's: kept for A.T @ x
-            source._cache["column_pointer"] = column
+            if column is not None:
+                source._cache["column_pointer"] = column
             self._keys, self._bitmaps, self._offsets, self._values = arrays
             self._transpose_of = None
         return self._keys, self._bitmaps, self._offsets, self._values
@@ -189,8 +190,18 @@ class BitmapMatrix:
         return column
 
     def _column_order(self) -> Any:
-        """The blocks in (block column, block row) order, computed once."""
-        return self._column_pointer()[0]
+        """The blocks in (block column, block row) order, computed once
+        (without the block-column pointer for a hypersparse matrix, whose
+        pointer would scale with its shape)."""
+        from . import transpose
+
+        if "column_pointer" in self._cache or not transpose.hypersparse(
+                self.keys.shape[0], nblocks_along(self.shape[1])):
+            return self._column_pointer()[0]
+        order = self._cache.get("column_order")
+        if order is None:
+            order = self._cache["column_order"] = transpose.column_order(self.keys)
+        return order
 
     @classmethod
     def _from_blocks(cls, keys: Any, bitmaps: Any, offsets: Any, values: Any,

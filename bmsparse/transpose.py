@@ -102,8 +102,9 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbro
     t_keys, t_bitmaps : uint64 [nblocks]
     t_offsets : int64 [nblocks + 1]
     t_values : T [nnz] or None
-    column : (order, ptr)
-        :func:`column_pointer` of ``keys``, to keep with A.
+    column : (order, ptr) or None
+        :func:`column_pointer` of ``keys``, to keep with A (None for a
+        :func:`hypersparse` A, whose pointer would scale with its shape).
 
     Notes
     -----
@@ -114,9 +115,13 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbro
     if xp is not np and _one_launch(keys.shape[0], nnz, nbcols):
         out = _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols)
         return (*out[:4], out[4:])
-    if column is None:
+    if column is not None:
+        order = column[0]
+    elif hypersparse(keys.shape[0], nbcols):
+        order = column_order(keys)
+    else:
         column = column_pointer(keys, nbrows, nbcols)
-    order = column[0]
+        order = column[0]
     if xp is np:
         return (*_transpose_numpy(keys, bitmaps, offsets, values, order), column)
     return (*_transpose_cuda(keys, bitmaps, offsets, values, order), column)
@@ -124,8 +129,15 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbro
 
 def _one_launch(nblocks: int, nnz: int, nbcols: int) -> bool:
     """True when the one-launch kernel takes A (see ``_MAX_COUNT``)."""
-    return (nblocks <= _MAX_COUNT and nnz <= _MAX_COUNT
-            and nbcols <= min(max(_MAX_COLUMNS_PER_BLOCK * nblocks, _MIN_COLUMNS), _MAX_COUNT))
+    return (nblocks <= _MAX_COUNT and nnz <= _MAX_COUNT and not hypersparse(nblocks, nbcols)
+            and nbcols <= _MAX_COUNT)
+
+
+def hypersparse(nblocks: int, nbcols: int) -> bool:
+    """True when A's block columns far outnumber its blocks: a block-column
+    pointer (``nbcols + 1`` words) would cost more than the blocks, so the
+    transpose places blocks by their column order alone."""
+    return nbcols > max(_MAX_COLUMNS_PER_BLOCK * nblocks, _MIN_COLUMNS)
 
 
 def bucket_shift(nblocks: int, nbrows: int, nbcols: int) -> int:

@@ -214,6 +214,29 @@ def test_transpose_keeps_the_column_pointer_with_the_source(xp):
     np.testing.assert_array_equal(host(ptr), np.searchsorted(cols[host(order)], np.arange(6)))
 
 
+@pytest.mark.parametrize("n", [2**34, 2**35])
+def test_transpose_of_a_hypersparse_matrix_makes_nothing_per_column(n, xp):
+    # a block-column pointer of 2**31 or 2**32 words (17 or 34 GB) for five
+    # entries: the blocks are placed by their column order alone
+    last = n - 1
+    rows = np.array([0, 0, last // 2, last // 2, 5])
+    cols = np.array([0, last, 0, last, last - 3])
+    values = np.arange(1.0, 6.0)
+    a = BitmapMatrix.from_coo(xp.asarray(rows), xp.asarray(cols), xp.asarray(values),
+                              (n // 2, n))
+    t = a.T
+    got_rows, got_cols = (host(x) for x in t._coo_indices())
+    got = dict(zip(zip(got_rows.tolist(), got_cols.tolist()), host(t.values).tolist()))
+    assert t.shape == (n, n // 2)
+    assert got == dict(zip(zip(cols.tolist(), rows.tolist()), values.tolist()))
+    assert "column_pointer" not in a._cache
+    # the column order alone is what a masked product needs of B
+    order = host(a._column_order())
+    np.testing.assert_array_equal(order, np.lexsort((_format.block_rows_of(host(a.keys)),
+                                                     _format.block_cols_of(host(a.keys)))))
+    assert "column_pointer" not in a._cache
+
+
 def test_product_with_lazy_transpose(xp):
     a = random_matrix((21, 14), 0.3, "float64", seed=6)
     b = random_matrix((21, 9), 0.3, "float64", seed=7)

@@ -272,5 +272,10 @@ def test_huge_shape_with_entries_at_the_corners(n, xp):
     got = dict(zip(zip(host(got_rows).tolist(), host(got_cols).tolist()),
                    host(c.values).tolist()))
     assert c.shape == (n, n) and got == want
-    # nothing per block row was made: 2**31 block rows would take 17 GB
-    assert "row_pointer" not in a._cache
+    # masked by A, whose entries hold every entry of C: the same C
+    masked = spgemm(a, a, mask=a)
+    got_rows, got_cols = masked._coo_indices()
+    assert dict(zip(zip(host(got_rows).tolist(), host(got_cols).tolist()),
+                    host(masked.values).tolist())) == want
+    # nothing per block row or column was made: 2**31 would take 17 GB
+    assert "row_pointer" not in a._cache and "column_pointer" not in a._cache

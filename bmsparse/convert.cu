@@ -259,8 +259,14 @@ __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_convert_csr_wi
         *nwindows = prefix.tile + prefix.total;
 }
 
-// Errors of entries [from, to) of a row starting at `begin` (range, and
-// strictly increasing from the entry before `from`)
+// Errors of entry (row, col) of a CSR row whose previous entry is in
+// column prev (-1 for the first): range, and strictly increasing columns
+__device__ __forceinline__ int csr_entry_error(long long row, long long col, long long prev,
+                                               long long nrows, long long ncols) {
+    return range_errors(row, col, nrows, ncols) | (col <= prev ? BMSPARSE_ERR_NOT_CANONICAL : 0);
+}
+
+// Errors of entries [from, to) of a row starting at `begin`
 template <typename I>
 __device__ __forceinline__ int csr_entry_errors(const I* indices, long long begin,
                                                 long long from, long long to, long long row,
@@ -269,7 +275,7 @@ __device__ __forceinline__ int csr_entry_errors(const I* indices, long long begi
     long long prev = from > begin ? (long long)indices[from - 1] : -1;
     for (long long e = from; e < to; ++e) {
         const long long col = indices[e];
-        err |= range_errors(row, col, nrows, ncols) | (col <= prev ? BMSPARSE_ERR_NOT_CANONICAL : 0);
+        err |= csr_entry_error(row, col, prev, nrows, ncols);
         prev = col;
     }
     return err;
@@ -335,9 +341,9 @@ __device__ __forceinline__ void csr_walk(
         bc = BMSPARSE_NO_BLOCK_COL;
         if (cur >= end) return;
         col = indices[cur];
-        const int e = range_errors(row, col, nrows, ncols);
-        if (e) { err |= e; return; }  // this lane stops: the caller raises
-        if (col <= prev) err |= BMSPARSE_ERR_NOT_CANONICAL;
+        const int e = csr_entry_error(row, col, prev, nrows, ncols);
+        err |= e;
+        if (e & ~BMSPARSE_ERR_NOT_CANONICAL) return;  // out of range: this lane stops
         if ((unsigned long long)col >> 3 < hi) bc = (unsigned int)(col >> 3);
     };
     step();

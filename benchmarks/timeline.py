@@ -68,10 +68,17 @@ def instrument(recorder: Recorder) -> Callable[[], None]:
     _kernels.launch_hook = lambda name, n, grid, block: recorder.stamp(name)
     saved = {name: getattr(_readback, name) for name in SYNCS}
 
+    depth = [0]  # read_last calls read_ints: one sync, stamped once
+
     def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def synced(*args: Any, **kwargs: Any) -> Any:
-            out = fn(*args, **kwargs)
-            recorder.stamp(f"sync ({name})")
+            depth[0] += 1
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+            if depth[0] == 0:
+                recorder.stamp(f"sync ({name})")
             return out
         return synced
 

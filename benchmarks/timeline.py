@@ -4,6 +4,7 @@
     python benchmarks/timeline.py                       # surrogate: A @ A, and its steps
     python benchmarks/timeline.py --op spgemm_csr --op from_cupyx --repeat 9
     python benchmarks/timeline.py --matrix DIR/ca-CondMat.mtx.gz --op spgemm
+    python benchmarks/timeline.py --matrix 3d-7pt        # a structured matrix of suite.py
 
 At every kernel launch through ``bmsparse._kernels.launch`` and at every
 host read of ``bmsparse._readback`` the script stamps the host clock and
@@ -93,6 +94,58 @@ def instrument(recorder: Recorder) -> Callable[[], None]:
     return undo
 
 
+def _fresh(a: BitmapMatrix) -> BitmapMatrix:
+    """``a``'s arrays with nothing cached (its transpose is made again)."""
+    return BitmapMatrix._from_blocks(a.keys, a.bitmaps, a.offsets, a.values, a.shape)
+
+
+def _spgemm(a: BitmapMatrix, _: Any) -> Callable[[], Any]:
+    return lambda: bmsparse.spgemm(a, a)
+
+
+def _spgemm_csr(a: BitmapMatrix, _: Any) -> Callable[[], Any]:
+    return lambda: bmsparse.spgemm(a, a, format="csr")
+
+
+def _from_cupyx(_: BitmapMatrix, a_gpu: Any) -> Callable[[], Any]:
+    return lambda: BitmapMatrix.from_cupyx(a_gpu)
+
+
+def _tocsr(a: BitmapMatrix, _: Any) -> Callable[[], Any]:
+    c = a @ a
+    return lambda: _fresh(c).tocsr()
+
+
+def _transpose(a: BitmapMatrix, _: Any) -> Callable[[], Any]:
+    return lambda: _fresh(a).T.keys
+
+
+def _spmv(a: BitmapMatrix, _: Any, transpose: bool = False) -> Callable[[], Any]:
+    import cupy
+
+    x = cupy.ones(a.shape[0 if transpose else 1])
+    t = a.T if transpose else a
+    return lambda: t @ x
+
+
+def _spmv_t(a: BitmapMatrix, a_gpu: Any) -> Callable[[], Any]:
+    return _spmv(a, a_gpu, transpose=True)
+
+
+def _add(a: BitmapMatrix, _: Any) -> Callable[[], Any]:
+    b = _fresh(a).T if a.shape[0] == a.shape[1] else a
+    b.keys  # noqa: B018 - the blocks of the transpose, made once
+    return lambda: a + b
+
+
+#: what can be timed: a function of (A, A's cupyx CSR) giving the call, as
+#: ops.py and webbase.py time them (A.T from a matrix with nothing cached;
+#: A + B with B = A.T, or A for a rectangular A)
+OPS: dict[str, Callable[[BitmapMatrix, Any], Callable[[], Any]]] = {
+    "spgemm": _spgemm, "spgemm_csr": _spgemm_csr, "from_cupyx": _from_cupyx, "tocsr": _tocsr,
+    "transpose": _transpose, "spmv": _spmv, "spmv_t": _spmv_t, "add": _add}
+
+
 def timeline(fn: Callable[[], Any], repeat: int, warmup: int) -> list[tuple[str, float, float]]:
     """Median host and GPU times of each stamp of ``fn`` over ``repeat`` calls
     (the labels of the first call; calls whose sequence differs are dropped)."""
@@ -135,10 +188,10 @@ def print_timeline(title: str, rows: list[tuple[str, float, float]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="timeline.py", description=__doc__.splitlines()[0])
-    p.add_argument("--matrix", help="a Matrix Market or edge-list file (default: the "
-                   "WebBase-1M surrogate)")
-    p.add_argument("--op", action="append", choices=("spgemm", "spgemm_csr", "from_cupyx",
-                                                     "tocsr"),
+    p.add_argument("--matrix", help="a Matrix Market or edge-list file, or the name of a "
+                   "structured matrix (" + ", ".join(generators.STRUCTURED) + "; default: "
+                   "the WebBase-1M surrogate)")
+    p.add_argument("--op", action="append", choices=tuple(OPS),
                    help="what to time (repeatable; default spgemm)")
     p.add_argument("--repeat", type=int, default=9)
     p.add_argument("--warmup", type=int, default=3)
@@ -147,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     if not device.gpu:
         print("timeline.py: needs a CUDA GPU", file=sys.stderr)
         return 1
-    if args.matrix:
+    if args.matrix in generators.STRUCTURED:
+        a_host, name = generators.STRUCTURED[args.matrix](), args.matrix
+    elif args.matrix:
         from bmsparse._readers import read_matrix
 
         if not Path(args.matrix).is_file():
@@ -159,17 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     a_host = common.canonical_csr(a_host, "float64")
     a_gpu = common.device_csr(a_host)
     a = BitmapMatrix.from_cupyx(a_gpu)
-    c = a @ a
-    ops = {
-        "spgemm": lambda: bmsparse.spgemm(a, a),
-        "spgemm_csr": lambda: bmsparse.spgemm(a, a, format="csr"),
-        "from_cupyx": lambda: BitmapMatrix.from_cupyx(a_gpu),
-        "tocsr": lambda: BitmapMatrix._from_blocks(c.keys, c.bitmaps, c.offsets, c.values,
-                                                   c.shape).tocsr(),
-    }
     for op in args.op or ["spgemm"]:
         print_timeline(f"{name}: {op} ({device.name}, median of {args.repeat})",
-                       timeline(ops[op], args.repeat, args.warmup))
+                       timeline(OPS[op](a, a_gpu), args.repeat, args.warmup))
     return 0
 
 

@@ -283,11 +283,22 @@ def test_timeline_without_a_gpu_fails_in_one_line():
 def test_timeline_stamps_launches_and_syncs(tmp_path):
     path = tmp_path / "a.mtx"
     scipy.io.mmwrite(path, random_csr(600, 600, 6000, seed=3))
-    proc = run_script("timeline.py", "--matrix", path, "--op", "spgemm", "--op", "from_cupyx",
-                      "--op", "tocsr", "--op", "spgemm_csr", "--repeat", "2", "--warmup", "1")
+    ops = ("spgemm", "from_cupyx", "tocsr", "spgemm_csr", "transpose", "spmv", "spmv_t", "add")
+    proc = run_script("timeline.py", "--matrix", path, *(f"--op={op}" for op in ops),
+                      "--repeat", "2", "--warmup", "1")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("\nwall ") == 4
+    assert proc.stdout.count("\nwall ") == len(ops)
     assert "sync (" in proc.stdout and "bmsparse_" in proc.stdout
+    for kernel in ("bmsparse_transpose_columns", "bmsparse_spmv_rows", "bmsparse_spmv_cols",
+                   "bmsparse_elementwise_merge"):
+        assert kernel in proc.stdout
+
+
+@pytest.mark.gpu
+def test_timeline_of_a_structured_matrix():
+    proc = run_script("timeline.py", "--matrix", "2d-5pt", "--repeat", "1", "--warmup", "0")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("\n2d-5pt: spgemm (")
 
 
 @pytest.mark.gpu

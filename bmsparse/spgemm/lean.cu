@@ -153,8 +153,8 @@ bmsparse_lean_blocks(RD_ARGS, long long value_size, long long drop_zeros, long l
     const long long n = nbrows * parts;
     long long* sizes = lean_sizes(out, capacity, n);
     long long* scan = sizes + 3 * n;
-    rd_count_units(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                   sizes);
+    rd_count_units<false>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps,
+                          b_ptr, sizes);
     grid_barrier(work);
     grid_exclusive_scan(sizes, 3 * n, scan, work, work + 4, warp_sums);
     grid_barrier(work);
@@ -169,9 +169,10 @@ bmsparse_lean_blocks(RD_ARGS, long long value_size, long long drop_zeros, long l
     if (l.need > capacity) return;  // every thread block alike
     u64* c_keys = (u64*)out;
     long long* c_ptr = (long long*)(out + l.packed);
-    rd_blocks_units(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                    scan, 1, c_keys, c_keys + l.c, (long long*)(c_keys + 2 * l.c), c_ptr,
-                    c_ptr + l.c + 1, c_ptr + l.c + 1 + l.p, c_ptr + l.c + 1 + 2 * l.p);
+    rd_blocks_units<false>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps,
+                           b_ptr, scan, 1, c_keys, c_keys + l.c, (long long*)(c_keys + 2 * l.c),
+                           c_ptr, c_ptr + l.c + 1, c_ptr + l.c + 1 + l.p,
+                           c_ptr + l.c + 1 + 2 * l.p);
 }
 
 // passes 4-5, after bmsparse_lean_blocks on the same `out`: a kernel of its

@@ -94,7 +94,7 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
 
     nbrows = nblocks_along(a.shape[0])
     span = rowdense.column_units(nblocks_along(b.shape[1]))[1]
-    shared = 12 * span
+    shared = rowdense.shared_bytes(span)
     blocks = _kernels.get_kernel(_KERNELS, "bmsparse_lean_blocks")
     values = _kernels.get_kernel(_KERNELS, "bmsparse_lean_values", T=dtype, S=semiring.functor)
     grids = (min(nbrows, _kernels.resident_blocks(blocks, rowdense.THREADS, shared)),

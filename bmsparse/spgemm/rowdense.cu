@@ -27,6 +27,10 @@
 //   power-law graphs); steps of 64 A blocks by 64-bit masks were 1.1-1.4x
 //   slower than the ranks on the power-law graphs and no faster elsewhere
 //   (H100, session 7; benchmarks/NOTES.md).
+// - bmsparse_rowdense_count_touched / _blocks_touched: the same, keeping a
+//   bitmap of the unit's touched columns so that the passes over the
+//   accumulator visit those only (rowdense.cuh, TOUCHED): for units of few
+//   output blocks in a wide accumulator. rowdense.py chooses.
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
@@ -34,7 +38,8 @@
 //   long long nbrows                  - block rows of A
 //   long long parts, span             - units per block row, block columns per
 //                                       unit (span * 12 bytes of dynamic shared
-//                                       memory; span < 2^16)
+//                                       memory, and 4 * ceil(span / 32) more for
+//                                       the touched kernels; span < 2^16)
 //   u64       b_keys[b_nblocks], b_bitmaps[b_nblocks] - blocks of B
 //   long long b_ptr[nbrows(B) + 1]    - B's block-row pointer
 //   long long sizes[3 * n]            - out of count (n = nbrows * parts units):
@@ -50,7 +55,8 @@
 //   long long warp_block[ceil(nnz / 32)] - out (with write_pairs): as rowmerge.cu
 // Launch: BMSPARSE_ROWDENSE_THREADS threads per thread block, any number of
 // thread blocks (each loops over the units u = blockIdx.x + s * gridDim.x).
-// Work: per unit, O(pairs + span / threads) plus, per B block row met when
+// Work: per unit, O(pairs + span / threads) (touched: O(pairs + span /
+// (32 threads) + output blocks)) plus, per B block row met when
 // parts > 1, two binary searches; the blocks kernel walks the pairs twice and
 // compares each pair with those of its column (the sum of the squares of the
 // columns' pairs).
@@ -59,21 +65,26 @@
 // Layout: see ../_cuda/bitmap.cuh.
 #include "rowdense.cuh"
 
-extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS)
-bmsparse_rowdense_count(RD_ARGS, long long* __restrict__ sizes)
-{
-    rd_count_units(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                   sizes);
-}
+// the kernels of one form: _touched (TOUCHED, see rowdense.cuh) or not
+#define RD_KERNELS(SUFFIX, TOUCHED)                                                       \
+    extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS) \
+    bmsparse_rowdense_count##SUFFIX(RD_ARGS, long long* __restrict__ sizes)               \
+    {                                                                                     \
+        rd_count_units<TOUCHED>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys,     \
+                                b_bitmaps, b_ptr, sizes);                                 \
+    }                                                                                     \
+    extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS) \
+    bmsparse_rowdense_blocks##SUFFIX(                                                     \
+        RD_ARGS, const long long* __restrict__ scan, long long write_pairs,               \
+        u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,                            \
+        long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,                 \
+        long long* __restrict__ task_a, long long* __restrict__ task_b,                   \
+        long long* __restrict__ warp_block)                                               \
+    {                                                                                     \
+        rd_blocks_units<TOUCHED>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys,    \
+                                 b_bitmaps, b_ptr, scan, write_pairs, c_keys, c_bitmaps,  \
+                                 c_offsets, c_ptr, task_a, task_b, warp_block);           \
+    }
 
-extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS)
-bmsparse_rowdense_blocks(RD_ARGS, const long long* __restrict__ scan, long long write_pairs,
-                         u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
-                         long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,
-                         long long* __restrict__ task_a, long long* __restrict__ task_b,
-                         long long* __restrict__ warp_block)
-{
-    rd_blocks_units(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr,
-                    scan, write_pairs, c_keys, c_bitmaps, c_offsets, c_ptr, task_a, task_b,
-                    warp_block);
-}
+RD_KERNELS(, false)
+RD_KERNELS(_touched, true)

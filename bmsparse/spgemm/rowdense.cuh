@@ -14,7 +14,8 @@
 // it 80 (shared memory holds 2 to 8 blocks per SM, by the unit's span)
 #define RD_MIN_BLOCKS 3
 
-// the unit's accumulator (u64 acc[span]) and per-column counters (unsigned int aux[span])
+// the unit's accumulator (u64 acc[span]) and per-column counters (unsigned
+// int aux[span]), then for the TOUCHED kernels the touched words
 extern __shared__ u64 rd_shared[];
 
 // a pair being placed, packed in one word: its A block less the row's first
@@ -112,6 +113,79 @@ __device__ __forceinline__ void rd_share(long long width, long long& c0, long lo
     c1 = min(width, c0 + per);
 }
 
+// The touched kernels (TOUCHED) also keep a bitmap of the unit's columns
+// whose accumulator became non-zero, one bit per column in 32-bit words
+// after the counters (shared_bytes of rowdense.py), and visit only those:
+// a unit of few output blocks in a wide accumulator (p2p-Gnutella31: about
+// 70 of 7,824 columns) then reads and clears O(span / 32 + blocks) words,
+// not O(span). The first OR into a column must return the old word, which
+// costs the units of many pairs per column (email-Enron), hence two forms.
+__device__ __forceinline__ long long rd_words(long long span) { return (span + 31) >> 5; }
+
+__device__ __forceinline__ unsigned int* rd_touched(long long span) {
+    return reinterpret_cast<unsigned int*>(reinterpret_cast<unsigned char*>(rd_shared) +
+                                           12 * span);
+}
+
+// ORs a pair's product into column k's accumulator
+template <bool TOUCHED>
+__device__ __forceinline__ void rd_accumulate(u64* acc, unsigned int* touched, unsigned int k,
+                                              u64 product) {
+    if constexpr (TOUCHED) {
+        if (!atomicOr(acc + k, product)) atomicOr(touched + (k >> 5), 1u << (k & 31u));
+    } else {
+        atomicOr(acc + k, product);
+    }
+}
+
+// f(c) for every column c of the unit (with TOUCHED, every touched one),
+// strided over the threads; with TOUCHED the thread then zeroes the words
+// it read (no other thread reads them in the same loop)
+template <bool TOUCHED, typename F>
+__device__ __forceinline__ void rd_each_column(unsigned int* touched, long long span, F f) {
+    if constexpr (TOUCHED) {
+        for (long long w = threadIdx.x; w < rd_words(span); w += BMSPARSE_ROWDENSE_THREADS) {
+            for (unsigned int bits = touched[w]; bits; bits &= bits - 1u)
+                f((w << 5) + __ffs(bits) - 1);
+            touched[w] = 0u;
+        }
+    } else {
+        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) f(c);
+    }
+}
+
+// f(c) for this thread's contiguous share of the unit's columns (with
+// TOUCHED, of its touched columns), in column order: read in thread order,
+// the unit's columns come in column order
+template <bool TOUCHED, typename F>
+__device__ __forceinline__ void rd_my_columns(const unsigned int* touched, long long span, F f) {
+    long long lo, hi;
+    if constexpr (TOUCHED) {
+        rd_share(rd_words(span), lo, hi);
+        for (long long w = lo; w < hi; ++w) {
+            for (unsigned int bits = touched[w]; bits; bits &= bits - 1u)
+                f((w << 5) + __ffs(bits) - 1);
+        }
+    } else {
+        rd_share(span, lo, hi);
+        for (long long c = lo; c < hi; ++c) f(c);
+    }
+}
+
+// zeroes the accumulator (and the counters with `aux`, the touched words with TOUCHED)
+template <bool TOUCHED>
+__device__ __forceinline__ void rd_clear_all(u64* acc, unsigned int* aux, long long span) {
+    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+        acc[c] = 0;
+        if (aux) aux[c] = 0;
+    }
+    if constexpr (TOUCHED) {
+        unsigned int* touched = rd_touched(span);
+        for (long long w = threadIdx.x; w < rd_words(span); w += BMSPARSE_ROWDENSE_THREADS)
+            touched[w] = 0u;
+    }
+}
+
 #define RD_ARGS                                                                         \
     const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,                  \
     const long long* __restrict__ a_ptr, long long nbrows, long long parts,             \
@@ -130,17 +204,18 @@ __device__ __forceinline__ void rd_share(long long width, long long& c0, long lo
 
 // unit u's sizes from its closed accumulator (`sizes` as rowdense.cu: its
 // blocks, values and `pairs`); clears the accumulator
+template <bool TOUCHED>
 __device__ __forceinline__ void rd_write_sizes(u64* acc, long long span, long long n,
                                                long long u, long long pairs,
                                                long long* __restrict__ sizes)
 {
     // blocks in bits 0-23 and values above them: one sum (span < 2^16)
     long long packed = 0;
-    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+    rd_each_column<TOUCHED>(rd_touched(span), span, [&](long long c) {
         const u64 bm = acc[c];
         packed += (bm != 0ull) | ((long long)__popcll(bm) << 24);
         acc[c] = 0;
-    }
+    });
     packed = rd_block_sum(packed);  // its barriers also end the clearing
     if (threadIdx.x == 0) {
         sizes[u] = packed & 0xffffff;
@@ -150,26 +225,29 @@ __device__ __forceinline__ void rd_write_sizes(u64* acc, long long span, long lo
 }
 
 // bmsparse_rowdense_count's pass; leaves the accumulator cleared
+template <bool TOUCHED>
 __device__ __forceinline__ void rd_count_units(RD_ARGS, long long* __restrict__ sizes)
 {
     u64* acc = rd_shared;
+    unsigned int* touched = rd_touched(span);
     const long long n = nbrows * parts;
-    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) acc[c] = 0;
+    rd_clear_all<TOUCHED>(acc, nullptr, span);
     __syncthreads();
     for (long long u = blockIdx.x; u < n; u += gridDim.x) {
         RD_UNIT(u);
         long long useful = 0;
         RD_FOR_USEFUL_PAIRS([&](long long, long long, unsigned int k, u64 product) {
-            atomicOr(acc + k, product);
+            rd_accumulate<TOUCHED>(acc, touched, k, product);
             ++useful;
         });
         // rd_block_sum's barriers also close the accumulation
-        rd_write_sizes(acc, span, n, u, rd_block_sum(useful), sizes);
+        rd_write_sizes<TOUCHED>(acc, span, n, u, rd_block_sum(useful), sizes);
     }
 }
 
 // bmsparse_rowdense_blocks's pass; clears the accumulator and counters
 // first, and leaves them cleared
+template <bool TOUCHED>
 __device__ __forceinline__ void rd_blocks_units(
     RD_ARGS, const long long* __restrict__ scan, long long write_pairs,
     u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets,
@@ -178,11 +256,9 @@ __device__ __forceinline__ void rd_blocks_units(
 {
     u64* acc = rd_shared;
     unsigned int* aux = (unsigned int*)(rd_shared + span);
+    unsigned int* touched = rd_touched(span);
     const long long n = nbrows * parts;
-    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
-        acc[c] = 0;
-        aux[c] = 0;
-    }
+    rd_clear_all<TOUCHED>(acc, aux, span);
     if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) {  // one thread closes the pointers
         const long long c_nblocks = __ldcg(scan + n);
         c_offsets[c_nblocks] = __ldcg(scan + 2 * n) - c_nblocks;
@@ -192,29 +268,27 @@ __device__ __forceinline__ void rd_blocks_units(
     for (long long u = blockIdx.x; u < n; u += gridDim.x) {
         RD_UNIT(u);
         RD_FOR_USEFUL_PAIRS([&](long long, long long, unsigned int k, u64 product) {
-            atomicOr(acc + k, product);
+            rd_accumulate<TOUCHED>(acc, touched, k, product);
             atomicAdd(aux + k, 1u);
         });
         __syncthreads();
         // C's blocks of the unit: the non-empty entries of acc in column order
-        long long c0, c1;
-        rd_share(span, c0, c1);
         long long blocks = 0, values = 0, pairs = 0;
-        for (long long c = c0; c < c1; ++c) {
+        rd_my_columns<TOUCHED>(touched, span, [&](long long c) {
             const u64 bm = acc[c];
             blocks += bm != 0ull;
             values += __popcll(bm);
             pairs += aux[c];
-        }
+        });
         long long total;
         // (the scan is read through L2: lean.cu writes it in the same launch)
         long long q = __ldcg(scan + u) + rd_block_scan(blocks, total);
         long long v = __ldcg(scan + n + u) - __ldcg(scan + n) + rd_block_scan(values, total);
         const long long p0 = __ldcg(scan + 2 * n + u) - __ldcg(scan + 2 * n);
         long long p = rd_block_scan(pairs, total);  // from p0
-        for (long long c = c0; c < c1; ++c) {
+        rd_my_columns<TOUCHED>(touched, span, [&](long long c) {
             const u64 bm = acc[c];
-            if (!bm) continue;
+            if (!bm) return;
             c_keys[q] = make_key((u64)i, k0 + (u64)c);
             c_bitmaps[q] = bm;
             c_offsets[q] = v;
@@ -226,7 +300,7 @@ __device__ __forceinline__ void rd_blocks_units(
             ++q;
             v += __popcll(bm);
             p += np;
-        }
+        });
         __syncthreads();
         if (write_pairs && total > 0) {
             // every useful pair takes a free place of its column in any order,
@@ -254,11 +328,11 @@ __device__ __forceinline__ void rd_blocks_units(
                 task_b[t] = (long long)(pair & RD_PAIR_B);
             }
         }
-        // acc and aux back to zero for the next unit
-        for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) {
+        // acc and aux (and the touched words) back to zero for the next unit
+        rd_each_column<TOUCHED>(touched, span, [&](long long c) {
             acc[c] = 0;
             aux[c] = 0;
-        }
+        });
         __syncthreads();
     }
 }

@@ -31,7 +31,8 @@ from . import rowmerge
 from .rowmerge import Merged
 
 _KERNELS = "spgemm/rowdense.cu"
-_kernels.register(_KERNELS, {"bmsparse_rowdense_count": (), "bmsparse_rowdense_blocks": ()})
+_kernels.register(_KERNELS, {f"bmsparse_rowdense_{stage}{form}": ()
+                             for stage in ("count", "blocks") for form in ("", "_touched")})
 
 #: threads per thread block (``BMSPARSE_ROWDENSE_THREADS`` of the kernels)
 THREADS = 256
@@ -70,6 +71,32 @@ def chooses(a: Any, b: Any) -> bool:
             and a._longest_row() <= MAX_ROW_BLOCKS)
 
 
+#: the touched kernels (``rowdense.cu``), which visit only the columns of a
+#: unit's accumulator that some pair reached, are chosen when a unit has at
+#: least this many columns per pair it is expected to have (the mean blocks
+#: per block row of A times those of B, over the parts of a row); the
+#: others pass over every column of every unit, three times in the blocks
+#: kernel, but do not pay the touched kernels' returning first OR per column.
+#: Measured (H100, spgemm A @ A, ms, every column / touched): p2p-Gnutella31
+#: (43 columns per pair) 0.575 / 0.438; email-Enron (2.8) 4.88 / 4.97,
+#: wiki-Vote (0.2) 1.02 / 1.05, squirrel 2.46 / 2.46; forced onto this path,
+#: add32 (16) and bayer10 (28) 0.43 / 0.46 and 0.54 / 0.61
+TOUCHED_COLUMNS_PER_PAIR = 32
+
+
+def touched(a: Any, b: Any, parts: int, span: int) -> bool:
+    """True when ``a @ b`` takes the touched kernels (``TOUCHED_COLUMNS_PER_PAIR``)."""
+    a_rows, b_rows = nblocks_along(a.shape[0]), nblocks_along(b.shape[0])
+    pairs = a.nblocks / max(a_rows, 1) * (b.nblocks / max(b_rows, 1)) / parts
+    return span >= TOUCHED_COLUMNS_PER_PAIR * pairs
+
+
+def shared_bytes(span: int, touched: bool = False) -> int:
+    """Dynamic shared memory of a thread block of the kernels: per column a
+    bitmap and a pair counter, and for the touched kernels a bit."""
+    return 12 * span + (4 * -(-span // 32) if touched else 0)
+
+
 def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     """Output blocks of ``a @ b`` and their useful pairs, by dense accumulators.
 
@@ -79,16 +106,17 @@ def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     Notes
     -----
     On the GPU: three launches (count, scan, blocks) and one sync; shared
-    memory of 12 bytes per block column of a unit.
+    memory of 12 bytes per block column of a unit (:func:`shared_bytes`).
     """
     if get_array_module(a.keys, b.keys) is np:
         return rowmerge._merge_numpy(a, b, pairs, check)
     parts, span = column_units(nblocks_along(b.shape[1]))
     nunits = nblocks_along(a.shape[0]) * parts
-    shared = 12 * span
+    form = "_touched" if touched(a, b, parts, span) else ""
+    shared = shared_bytes(span, bool(form))
 
     def launch(stage: str, args: tuple[Any, ...]) -> None:
-        kernel = _kernels.get_kernel(_KERNELS, f"bmsparse_rowdense_{stage}")
+        kernel = _kernels.get_kernel(_KERNELS, f"bmsparse_rowdense_{stage}{form}")
         grid = min(nunits, _kernels.resident_blocks(kernel, THREADS, shared))
         _kernels.launch(kernel, grid * THREADS, args, block=THREADS, shared_mem=shared,
                         cast=False)

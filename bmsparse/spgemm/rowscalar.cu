@@ -112,7 +112,7 @@ bmsparse_rowscalar_count(RS_ARGS, long long* __restrict__ sizes)
     __syncthreads();
     for (long long u = blockIdx.x; u < nbrows; u += gridDim.x) {
         RS_ACCUMULATE(acc, u);
-        rd_write_sizes(acc, span, nbrows, u, 0, sizes);
+        rd_write_sizes<false>(acc, span, nbrows, u, 0, sizes);
     }
 }
 

@@ -14,12 +14,36 @@ from tests.spgemm.test_rowmerge import (FIELDS, assert_same_merged, brute_pairs,
                                         random_operands, twin_on_host, with_row_of)
 
 
-@pytest.fixture(autouse=True)
-def dense_path_without_lean(monkeypatch):
+@pytest.fixture(autouse=True, params=["every column", "touched columns"])
+def dense_path_without_lean(request, monkeypatch):
     """spgemm here runs the dense path itself, not its one-launch form nor
-    the scalar rows."""
+    the scalar rows; each test with both forms of its kernels (passes over
+    every column of a unit's accumulator, or over its touched ones)."""
     monkeypatch.setattr(lean, "MAX_BLOCKS", -1)
     monkeypatch.setattr(rowscalar, "MAX_ENTRIES_PER_BLOCK", -1)
+    monkeypatch.setattr(rowdense, "TOUCHED_COLUMNS_PER_PAIR",
+                        0 if request.param == "touched columns" else float("inf"))
+
+
+def test_touched_kernels_for_few_pairs_per_column(monkeypatch):
+    """The rule: columns of a unit against the pairs it is expected to have."""
+    monkeypatch.setattr(rowdense, "TOUCHED_COLUMNS_PER_PAIR", 8)
+    # 800 block rows of about 2 blocks each: ~4 pairs per row, 800 columns
+    sparse = BitmapMatrix(random_csr(6400, 6400, 4e-5, seed=4))
+    assert 1.5 < sparse.nblocks / 800 < 2.5
+    assert rowdense.touched(sparse, sparse, 1, 800)
+    assert not rowdense.touched(sparse, sparse, 1, 16)
+    # a row cut into parts has fewer pairs per unit
+    assert rowdense.touched(sparse, sparse, 40, 20)
+    dense = BitmapMatrix(random_csr(800, 800, 0.2, seed=5))  # every block of 100 x 100
+    assert not rowdense.touched(dense, dense, 1, 100)
+
+
+def test_shared_bytes():
+    assert rowdense.shared_bytes(1) == 12
+    assert rowdense.shared_bytes(1, True) == 16
+    assert rowdense.shared_bytes(32, True) == 12 * 32 + 4
+    assert rowdense.shared_bytes(33, True) == 12 * 33 + 8
 
 
 @pytest.mark.parametrize("nbcols,want", [

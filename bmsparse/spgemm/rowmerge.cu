@@ -3,7 +3,7 @@
 //
 // A group of G lanes takes block row i of A. Lane l of the group holds the A
 // blocks a0 + l + G s (s < STEPS; G and STEPS are the kernels' suffixes:
-// 8 x 1, 32 x 1, 32 x 2 or 32 x 4), and for each a cursor walking
+// 8 x 1, 16 x 1, 32 x 1, 32 x 2 or 32 x 4), and for each a cursor walking
 // B's block row j (j = the A block's column). B's keys of a block row are
 // sorted by block column k, so the group visits the output blocks C(i, k) in
 // ascending k by repeatedly taking the smallest k any cursor is at
@@ -321,6 +321,7 @@ __device__ __forceinline__ void rm_blocks(
     }
 
 RM_KERNELS(8, 1)
+RM_KERNELS(16, 1)
 RM_KERNELS(32, 1)
 RM_KERNELS(32, 2)
 RM_KERNELS(32, 4)

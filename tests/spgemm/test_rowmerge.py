@@ -149,10 +149,11 @@ def test_host_never_chooses_the_merge():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("nblocks", [1, 7, 8, 9, 31, 32, 33, 63, 64, 65, 96, 97, 128])
+@pytest.mark.parametrize("nblocks", [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 96, 97,
+                                     128])
 def test_row_lengths_around_the_lanes(nblocks):
-    """Every lane count and cursors per lane of both group widths, up to the
-    limit: the kernels give the twin's arrays, and C is scipy's."""
+    """Every lane count and cursors per lane of the three group widths, up to
+    the limit: the kernels give the twin's arrays, and C is scipy's."""
     a_csr = with_row_of(nblocks, seed=nblocks)
     b_csr = random_csr(a_csr.shape[1], 70, 0.05, seed=nblocks + 1)
     a = BitmapMatrix(a_csr).to_device()

@@ -6,7 +6,8 @@
 // sort stays CuPy's (a keys-only radix sort of packed uint64 codes).
 //
 //   1. bmsparse_tasks_ranges : per A block (i, j), the run [lo, lo + count) of
-//                              B blocks in B's block row j (binary searches)
+//                              B blocks in B's block row j (B's row pointer,
+//                              or binary searches), and the scan of the counts
 //   2. bmsparse_tasks_expand : per task t, its sort code
 //                              (i << (col_bits + task_bits)) | (k << task_bits) | t
 //   3. sort the codes. A's keys are sorted, so the tasks of a block row i
@@ -20,7 +21,7 @@
 //                              c_ptr and c_keys, numbered by a scan in the
 //                              same launch
 //
-// Launch: one thread per item named in each kernel, 1-D grid (run_heads:
+// Launch: one thread per item named in each kernel, 1-D grid (ranges and run_heads:
 // as a scan, ../_cuda/scan.cuh).
 // Work: O(a_nblocks log b_nblocks + ntasks log a_nblocks). Deterministic.
 // Layout: see ../_cuda/bitmap.cuh.
@@ -37,25 +38,18 @@ __device__ __forceinline__ long long owner_of(const long long* ends, long long n
     return lo;
 }
 
-//   u64       a_keys[a_nblocks], b_keys[b_nblocks]
-//   long long b_ptr[]           - B's block-row pointer, or null (then binary searches)
-//   long long lo[a_nblocks]     - out: first B block of block row j
-//   long long counts[a_nblocks] - out: number of B blocks in block row j
-extern "C" __global__ void bmsparse_tasks_ranges(
-    const u64* __restrict__ a_keys, long long a_nblocks,
-    const u64* __restrict__ b_keys, long long b_nblocks, const long long* __restrict__ b_ptr,
-    long long* __restrict__ lo, long long* __restrict__ counts)
+// the run [first, first + count) of B blocks in block row j of B
+__device__ __forceinline__ void b_row_run(u64 j, const u64* __restrict__ b_keys,
+                                          long long b_nblocks,
+                                          const long long* __restrict__ b_ptr,
+                                          long long& first, long long& count)
 {
-    long long a = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (a >= a_nblocks) return;
-    const u64 j = block_col(a_keys[a]);
     if (b_ptr) {
-        const long long first = b_ptr[j];
-        lo[a] = first;
-        counts[a] = b_ptr[j + 1] - first;
+        first = b_ptr[j];
+        count = b_ptr[j + 1] - first;
         return;
     }
-    const long long first = lower_bound(b_keys, b_nblocks, j << 32);
+    first = lower_bound(b_keys, b_nblocks, j << 32);
     // the last possible key of row j is j << 32 | 0xffffffff: search past it
     // without forming (j + 1) << 32, which overflows for j = 2**32 - 1
     long long last = first;
@@ -68,8 +62,62 @@ extern "C" __global__ void bmsparse_tasks_ranges(
         }
         last = l;
     }
-    lo[a] = first;
-    counts[a] = last - first;
+    count = last - first;
+}
+
+// Step 1, and with `ends` the inclusive scan of the counts in the same
+// launch (the task list's first steps are host-bound: a launch less is
+// 30-40 us less of a product's wall time):
+//   u64       a_keys[a_nblocks], b_keys[b_nblocks]
+//   long long b_ptr[]           - B's block-row pointer, or null (then binary searches)
+//   long long lo[a_nblocks]     - out: first B block of block row j
+//   long long counts[a_nblocks] - out: number of B blocks in block row j
+//   long long ends[a_nblocks]   - out, or null: inclusive scan of counts
+//   long long state[1 + 3 * ntiles] - zeroed scan state (with ends)
+// Launch: ntiles = ceil(a_nblocks / BMSPARSE_SCAN_TILE) thread blocks of
+// BMSPARSE_SCAN_THREADS threads (../_cuda/scan.cuh), each thread ranging
+// BMSPARSE_SCAN_ITEMS A blocks.
+extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_tasks_ranges(
+    const u64* __restrict__ a_keys, long long a_nblocks,
+    const u64* __restrict__ b_keys, long long b_nblocks, const long long* __restrict__ b_ptr,
+    long long* __restrict__ lo, long long* __restrict__ counts, long long* __restrict__ ends,
+    long long* state, long long ntiles)
+{
+    __shared__ long long items[BMSPARSE_SCAN_SLOTS];
+    const long long tile = ends ? scan_ticket(state) : (long long)blockIdx.x;
+    const long long base = tile * BMSPARSE_SCAN_TILE;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        const long long a = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
+        long long first = 0, count = 0;
+        if (a < a_nblocks) {
+            b_row_run(block_col(a_keys[a]), b_keys, b_nblocks, b_ptr, first, count);
+            lo[a] = first;
+            counts[a] = count;
+        }
+        items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)] = count;
+    }
+    if (!ends) return;  // the whole grid alike
+    __syncthreads();
+    long long v[BMSPARSE_SCAN_ITEMS];
+    long long sum = 0;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        v[k] = items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)];
+        sum += v[k];
+    }
+    long long running = scan_thread_prefix(sum, tile, ntiles, state).thread;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        running += v[k];
+        items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)] = running;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        const long long a = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
+        if (a < a_nblocks) ends[a] = items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)];
+    }
 }
 
 //   long long ends[a_nblocks]   - inclusive scan of counts

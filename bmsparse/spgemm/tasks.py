@@ -165,8 +165,7 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     """
     xp = get_array_module(a_keys, b_keys)
     a_ptr, b_ptr = row_pointers or (None, None)
-    lo, counts = ranges(a_keys, b_keys, b_ptr)
-    ends = cumsum(xp, counts)
+    lo, counts, ends = ranges(a_keys, b_keys, b_ptr, scan=True)
     rows = _rows(xp, a_keys, ends, counts, a_ptr)  # sync: size of the task list
     ntasks = rows.ntasks
     check_budget(f"the task list of {ntasks:,} tasks", ntasks * BYTES_PER_TASK, max_bytes)
@@ -416,23 +415,37 @@ def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowSt
     return task_a, task_b, keys
 
 
-def ranges(a_keys: Any, b_keys: Any, b_ptr: Any = None) -> tuple[Any, Any]:
+def ranges(a_keys: Any, b_keys: Any, b_ptr: Any = None, scan: bool = False) -> tuple[Any, ...]:
     """First B block of block row j and their count (int64), for each A block (i, j)
-    (``b_ptr``: B's block-row pointer, or None)."""
+    (``b_ptr``: B's block-row pointer, or None); with ``scan`` also their
+    inclusive scan, ``ends`` (on the GPU in the same launch)."""
     xp = get_array_module(a_keys, b_keys)
     if xp is np:
         j = (a_keys & np.uint64(COL_MASK)) << np.uint64(KEY_SHIFT)
         lo = np.searchsorted(b_keys, j, side="left")
         hi = np.searchsorted(b_keys, j | np.uint64(COL_MASK), side="right")
-        return lo.astype(np.int64), (hi - lo).astype(np.int64)
-    n = a_keys.shape[0]
-    lo = xp.empty(n, dtype=xp.int64)
-    counts = xp.empty(n, dtype=xp.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_ranges")
-    _kernels.launch(kernel, n, (a_keys, n, b_keys, b_keys.shape[0], _kernels.or_null(b_ptr),
-                                lo, counts))
-    return lo, counts
+        lo, counts = lo.astype(np.int64), (hi - lo).astype(np.int64)
+        return (lo, counts, np.cumsum(counts)) if scan else (lo, counts)
+    import cupy
 
+    n = a_keys.shape[0]
+    # lo, counts and ends in one allocation (an ndarray costs microseconds)
+    nout = 3 if scan else 2
+    memory = cupy.cuda.alloc(8 * max(nout * n, 1))
+    out = [_kernels.device_array(memory, 8 * k * n, n, np.int64) for k in range(nout)]
+    lo, counts = out[:2]
+    if scan:
+        state, ntiles = _primitives.scan_state(n)
+        scan_args = (out[2], np.uint64(state.ptr))
+    else:
+        ntiles = -(-n // _primitives.SCAN_TILE)
+        scan_args = (_kernels.NULL, _kernels.NULL)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_ranges")
+    _kernels.launch(kernel, ntiles * _primitives.SCAN_THREADS,
+                    (a_keys, np.int64(n), b_keys, np.int64(b_keys.shape[0]),
+                     _kernels.or_null(b_ptr), lo, counts, *scan_args, np.int64(ntiles)),
+                    block=_primitives.SCAN_THREADS, cast=False)
+    return tuple(out)
 
 
 def expand(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, ntasks: int,

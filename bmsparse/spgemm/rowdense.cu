@@ -27,6 +27,11 @@
 //   power-law graphs); steps of 64 A blocks by 64-bit masks were 1.1-1.4x
 //   slower than the ranks on the power-law graphs and no faster elsewhere
 //   (H100, session 7; benchmarks/NOTES.md).
+// - bmsparse_rowdense_blocks_masked: the blocks kernel with a mask per
+//   column of the unit's A blocks meeting it (mask_words 32-bit words
+//   each, after the counters in shared memory): a pair's rank is the
+//   popcount of its column's mask below its A block, so each pair is
+//   written once, to its place (rowdense.cuh, MASKED). rowdense.py chooses.
 // - bmsparse_rowdense_count_touched / _blocks_touched: the same, keeping a
 //   bitmap of the unit's touched columns so that the passes over the
 //   accumulator visit those only (rowdense.cuh, TOUCHED): for units of few
@@ -88,3 +93,15 @@
 
 RD_KERNELS(, false)
 RD_KERNELS(_touched, true)
+
+extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS)
+bmsparse_rowdense_blocks_masked(
+    RD_ARGS, const long long* __restrict__ scan, long long write_pairs,
+    u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets,
+    long long* __restrict__ c_ptr, long long* __restrict__ task_a,
+    long long* __restrict__ task_b, long long* __restrict__ warp_block, long long mask_words)
+{
+    rd_blocks_units<false, true>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys,
+                                 b_bitmaps, b_ptr, scan, write_pairs, c_keys, c_bitmaps,
+                                 c_offsets, c_ptr, task_a, task_b, warp_block, mask_words);
+}

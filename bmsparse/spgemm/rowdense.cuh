@@ -245,20 +245,39 @@ __device__ __forceinline__ void rd_count_units(RD_ARGS, long long* __restrict__ 
     }
 }
 
+// The masked blocks kernel (MASKED) keeps, per column of the unit, a mask of
+// the unit's A blocks that meet it (`mask_words` 32-bit words per column,
+// after the counters; bit x: A block a0 + x). A pair's rank among its
+// column's pairs in ascending A block is then the popcount of the mask below
+// its A block: it is written straight to its place, without the placement by
+// cursors, the ranks by comparison (O(n^2) per column: squirrel's ~50 pairs
+// per output block) and the rewrite.
+__device__ __forceinline__ unsigned int* rd_masks(long long span) {
+    return reinterpret_cast<unsigned int*>(reinterpret_cast<unsigned char*>(rd_shared) +
+                                           12 * span);
+}
+
 // bmsparse_rowdense_blocks's pass; clears the accumulator and counters
 // first, and leaves them cleared
-template <bool TOUCHED>
+template <bool TOUCHED, bool MASKED = false>
 __device__ __forceinline__ void rd_blocks_units(
     RD_ARGS, const long long* __restrict__ scan, long long write_pairs,
     u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets,
     long long* __restrict__ c_ptr, long long* __restrict__ task_a,
-    long long* __restrict__ task_b, long long* __restrict__ warp_block)
+    long long* __restrict__ task_b, long long* __restrict__ warp_block,
+    long long mask_words = 0)
 {
+    static_assert(!(TOUCHED && MASKED), "the touched words and the masks share their place");
     u64* acc = rd_shared;
     unsigned int* aux = (unsigned int*)(rd_shared + span);
     unsigned int* touched = rd_touched(span);
+    unsigned int* masks = rd_masks(span);
     const long long n = nbrows * parts;
     rd_clear_all<TOUCHED>(acc, aux, span);
+    if constexpr (MASKED) {
+        for (long long w = threadIdx.x; w < span * mask_words; w += BMSPARSE_ROWDENSE_THREADS)
+            masks[w] = 0u;
+    }
     if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) {  // one thread closes the pointers
         const long long c_nblocks = __ldcg(scan + n);
         c_offsets[c_nblocks] = __ldcg(scan + 2 * n) - c_nblocks;
@@ -267,9 +286,13 @@ __device__ __forceinline__ void rd_blocks_units(
     __syncthreads();
     for (long long u = blockIdx.x; u < n; u += gridDim.x) {
         RD_UNIT(u);
-        RD_FOR_USEFUL_PAIRS([&](long long, long long, unsigned int k, u64 product) {
+        RD_FOR_USEFUL_PAIRS([&](long long a, long long, unsigned int k, u64 product) {
             rd_accumulate<TOUCHED>(acc, touched, k, product);
             atomicAdd(aux + k, 1u);
+            if constexpr (MASKED) {
+                const unsigned int x = (unsigned int)(a - a0);
+                atomicOr(masks + k * mask_words + (x >> 5), 1u << (x & 31u));
+            }
         });
         __syncthreads();
         // C's blocks of the unit: the non-empty entries of acc in column order
@@ -302,7 +325,19 @@ __device__ __forceinline__ void rd_blocks_units(
             p += np;
         });
         __syncthreads();
-        if (write_pairs && total > 0) {
+        if (MASKED && write_pairs && total > 0) {
+            // every useful pair straight to its place: its column's first
+            // pair, then its rank by the column's mask
+            RD_FOR_USEFUL_PAIRS([&](long long a, long long b, unsigned int k, u64) {
+                const unsigned int x = (unsigned int)(a - a0);
+                const unsigned int* mask = masks + k * mask_words;
+                unsigned int rank = __popc(mask[x >> 5] & ((1u << (x & 31u)) - 1u));
+                for (unsigned int w = 0; w < (x >> 5); ++w) rank += __popc(mask[w]);
+                const long long t = p0 + (long long)aux[k] + rank;
+                task_a[t] = a;
+                task_b[t] = b;
+            });
+        } else if (write_pairs && total > 0) {
             // every useful pair takes a free place of its column in any order,
             // as (A block - a0) << RD_PAIR_SHIFT | B block, ...
             RD_FOR_USEFUL_PAIRS([&](long long a, long long b, unsigned int k, u64) {
@@ -329,10 +364,15 @@ __device__ __forceinline__ void rd_blocks_units(
             }
         }
         // acc and aux (and the touched words) back to zero for the next unit
+        if constexpr (MASKED) __syncthreads();  // the masks were read just above
         rd_each_column<TOUCHED>(touched, span, [&](long long c) {
             acc[c] = 0;
             aux[c] = 0;
         });
+        if constexpr (MASKED) {
+            for (long long w = threadIdx.x; w < span * mask_words; w += BMSPARSE_ROWDENSE_THREADS)
+                masks[w] = 0u;
+        }
         __syncthreads();
     }
 }

@@ -31,8 +31,9 @@ from . import rowmerge
 from .rowmerge import Merged
 
 _KERNELS = "spgemm/rowdense.cu"
-_kernels.register(_KERNELS, {f"bmsparse_rowdense_{stage}{form}": ()
-                             for stage in ("count", "blocks") for form in ("", "_touched")})
+_kernels.register(_KERNELS, {**{f"bmsparse_rowdense_{stage}{form}": ()
+                                for stage in ("count", "blocks") for form in ("", "_touched")},
+                             "bmsparse_rowdense_blocks_masked": ()})
 
 #: threads per thread block (``BMSPARSE_ROWDENSE_THREADS`` of the kernels)
 THREADS = 256
@@ -91,10 +92,28 @@ def touched(a: Any, b: Any, parts: int, span: int) -> bool:
     return span >= TOUCHED_COLUMNS_PER_PAIR * pairs
 
 
-def shared_bytes(span: int, touched: bool = False) -> int:
+#: the masked blocks kernel (``rowdense.cu``), which ranks each pair in its
+#: output block by a mask of the row's A blocks per column instead of
+#: comparing it with the block's other pairs, is chosen when those masks
+#: take at most this many bytes of shared memory (4 bytes per 32 blocks of
+#: A's longest row, per column). Measured (H100, spgemm A @ A, ms, ranks by
+#: comparison / by masks, two rounds): squirrel (9 words) 2.53, 2.45 / 2.20,
+#: 2.24; wiki-Vote (19 words, 77 KiB) 1.02, 1.00 / 0.96, 0.97; identical arrays
+MASK_BYTES = 96 * 1024
+
+
+def mask_words(a: Any, span: int) -> int:
+    """32-bit words per column of the masked blocks kernel, or 0 when it is
+    not chosen (``MASK_BYTES``)."""
+    words = -(-a._longest_row() // 32)
+    return words if 4 * words * span <= MASK_BYTES else 0
+
+
+def shared_bytes(span: int, touched: bool = False, masks: int = 0) -> int:
     """Dynamic shared memory of a thread block of the kernels: per column a
-    bitmap and a pair counter, and for the touched kernels a bit."""
-    return 12 * span + (4 * -(-span // 32) if touched else 0)
+    bitmap and a pair counter, and for the touched kernels a bit (for the
+    masked blocks kernel ``masks`` words)."""
+    return 12 * span + (4 * -(-span // 32) if touched else 4 * masks * span)
 
 
 def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
@@ -113,10 +132,15 @@ def accumulate(a: Any, b: Any, pairs: bool = True, check: Any = None) -> Merged:
     parts, span = column_units(nblocks_along(b.shape[1]))
     nunits = nblocks_along(a.shape[0]) * parts
     form = "_touched" if touched(a, b, parts, span) else ""
-    shared = shared_bytes(span, bool(form))
+    masks = 0 if form or not pairs else mask_words(a, span)
 
     def launch(stage: str, args: tuple[Any, ...]) -> None:
-        kernel = _kernels.get_kernel(_KERNELS, f"bmsparse_rowdense_{stage}{form}")
+        masked = stage == "blocks" and masks > 0
+        name = f"bmsparse_rowdense_{stage}" + ("_masked" if masked else form)
+        kernel = _kernels.get_kernel(_KERNELS, name)
+        shared = shared_bytes(span, bool(form), masks if masked else 0)
+        if masked:
+            args = (*args, np.int64(masks))
         grid = min(nunits, _kernels.resident_blocks(kernel, THREADS, shared))
         _kernels.launch(kernel, grid * THREADS, args, block=THREADS, shared_mem=shared,
                         cast=False)

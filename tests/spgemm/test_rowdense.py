@@ -14,15 +14,17 @@ from tests.spgemm.test_rowmerge import (FIELDS, assert_same_merged, brute_pairs,
                                         random_operands, twin_on_host, with_row_of)
 
 
-@pytest.fixture(autouse=True, params=["every column", "touched columns"])
+@pytest.fixture(autouse=True, params=["every column", "touched columns", "masked ranks"])
 def dense_path_without_lean(request, monkeypatch):
     """spgemm here runs the dense path itself, not its one-launch form nor
-    the scalar rows; each test with both forms of its kernels (passes over
-    every column of a unit's accumulator, or over its touched ones)."""
+    the scalar rows; each test with each form of its kernels (passes over
+    every column of a unit's accumulator or over its touched ones; pairs
+    ranked by comparisons or by masks of A blocks)."""
     monkeypatch.setattr(lean, "MAX_BLOCKS", -1)
     monkeypatch.setattr(rowscalar, "MAX_ENTRIES_PER_BLOCK", -1)
     monkeypatch.setattr(rowdense, "TOUCHED_COLUMNS_PER_PAIR",
                         0 if request.param == "touched columns" else float("inf"))
+    monkeypatch.setattr(rowdense, "MASK_BYTES", 1 << 62 if request.param == "masked ranks" else 0)
 
 
 def test_touched_kernels_for_few_pairs_per_column(monkeypatch):
@@ -44,6 +46,15 @@ def test_shared_bytes():
     assert rowdense.shared_bytes(1, True) == 16
     assert rowdense.shared_bytes(32, True) == 12 * 32 + 4
     assert rowdense.shared_bytes(33, True) == 12 * 33 + 8
+    assert rowdense.shared_bytes(10, masks=3) == 12 * 10 + 4 * 3 * 10
+
+
+def test_mask_words(monkeypatch):
+    monkeypatch.setattr(rowdense, "MASK_BYTES", 4 * 3 * 100)
+    a = BitmapMatrix(with_row_of(65, seed=1))  # a row of 65 blocks: 3 words
+    assert rowdense.mask_words(a, 100) == 3
+    assert rowdense.mask_words(a, 101) == 0
+    assert rowdense.mask_words(BitmapMatrix(with_row_of(64, seed=1)), 100) == 2
 
 
 @pytest.mark.parametrize("nbcols,want", [

@@ -6,7 +6,10 @@
 // back to the nearest published prefix. Tiles take their numbers from a
 // ticket in launch order, so a tile only waits for tiles that are already
 // running. Used by _primitives.cu's bmsparse_scan and by tasks.cu's
-// bmsparse_tasks_run_heads, which scans flags it computes on the fly.
+// bmsparse_tasks_run_heads, which scans flags it computes on the fly, and
+// bmsparse_tasks_ranges (through scan_tile_items, whose steps bmsparse_scan
+// still spells out: moving it onto the helper changes its code, and that
+// wants a GPU run).
 //   long long state[1 + 3 * ntiles] - zeroed before the launch: the ticket,
 //                                     then per tile its flag, its sum, its
 //                                     inclusive prefix
@@ -102,4 +105,32 @@ __device__ __forceinline__ ScanPrefix scan_thread_prefix(long long sum, long lon
     }
     __syncthreads();
     return ScanPrefix{tile_prefix + before, tile_prefix, total};
+}
+
+// The inclusive scan, over the whole grid, of the tile's 8-byte items held in
+// shared memory (`items`, BMSPARSE_SCAN_SLOTS words at scan_slot places), in
+// place: thread t takes items t * ITEMS + k. f(k, running) is called for
+// each of the thread's items in order, with the sum up to and including it.
+// Called by every thread of the tile after scan_ticket and the items'
+// stores; barriers before and after.
+template <typename F>
+__device__ __forceinline__ void scan_tile_items(long long* items, long long tile,
+                                                long long ntiles, long long* state, F f)
+{
+    __syncthreads();
+    long long v[BMSPARSE_SCAN_ITEMS];
+    long long sum = 0;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        v[k] = items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)];
+        sum += v[k];
+    }
+    long long running = scan_thread_prefix(sum, tile, ntiles, state).thread;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        running += v[k];
+        items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)] = running;
+        f(k, running);
+    }
+    __syncthreads();
 }

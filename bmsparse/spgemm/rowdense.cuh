@@ -122,6 +122,8 @@ __device__ __forceinline__ void rd_share(long long width, long long& c0, long lo
 // costs the units of many pairs per column (email-Enron), hence two forms.
 __device__ __forceinline__ long long rd_words(long long span) { return (span + 31) >> 5; }
 
+// the shared memory past the counters: the touched words (TOUCHED) or the
+// masks (MASKED, below), never both
 __device__ __forceinline__ unsigned int* rd_touched(long long span) {
     return reinterpret_cast<unsigned int*>(reinterpret_cast<unsigned char*>(rd_shared) +
                                            12 * span);
@@ -252,10 +254,6 @@ __device__ __forceinline__ void rd_count_units(RD_ARGS, long long* __restrict__ 
 // its A block: it is written straight to its place, without the placement by
 // cursors, the ranks by comparison (O(n^2) per column: squirrel's ~50 pairs
 // per output block) and the rewrite.
-__device__ __forceinline__ unsigned int* rd_masks(long long span) {
-    return reinterpret_cast<unsigned int*>(reinterpret_cast<unsigned char*>(rd_shared) +
-                                           12 * span);
-}
 
 // bmsparse_rowdense_blocks's pass; clears the accumulator and counters
 // first, and leaves them cleared
@@ -271,7 +269,7 @@ __device__ __forceinline__ void rd_blocks_units(
     u64* acc = rd_shared;
     unsigned int* aux = (unsigned int*)(rd_shared + span);
     unsigned int* touched = rd_touched(span);
-    unsigned int* masks = rd_masks(span);
+    unsigned int* masks = touched;  // the same place: TOUCHED and MASKED exclude each other
     const long long n = nbrows * parts;
     rd_clear_all<TOUCHED>(acc, aux, span);
     if constexpr (MASKED) {

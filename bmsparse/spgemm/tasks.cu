@@ -98,21 +98,7 @@ extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_tas
         items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)] = count;
     }
     if (!ends) return;  // the whole grid alike
-    __syncthreads();
-    long long v[BMSPARSE_SCAN_ITEMS];
-    long long sum = 0;
-#pragma unroll
-    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
-        v[k] = items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)];
-        sum += v[k];
-    }
-    long long running = scan_thread_prefix(sum, tile, ntiles, state).thread;
-#pragma unroll
-    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
-        running += v[k];
-        items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)] = running;
-    }
-    __syncthreads();
+    scan_tile_items(items, tile, ntiles, state, [](int, long long) {});
 #pragma unroll
     for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
         const long long a = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;

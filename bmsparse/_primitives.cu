@@ -57,30 +57,17 @@ bmsparse_scan(const long long* in, long long n, long long* out, long long* state
         const long long i = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
         items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)] = i < n ? in[i] : 0;
     }
-    __syncthreads();
-    long long v[BMSPARSE_SCAN_ITEMS];
-    long long sum = 0;
-#pragma unroll
-    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
-        v[k] = items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)];
-        sum += v[k];
-    }
-    long long running = scan_thread_prefix(sum, tile, ntiles, state).thread;
     // this thread's elements are [first, first + ITEMS): one division finds
     // the first of them that ends a reported range
     const long long first = base + threadIdx.x * BMSPARSE_SCAN_ITEMS;
     long long reported = every > 0 ? (first / every + 1) * every - 1 : -1;
-#pragma unroll
-    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
-        running += v[k];
-        items[scan_slot(threadIdx.x * BMSPARSE_SCAN_ITEMS + k)] = running;
+    scan_tile_items(items, tile, ntiles, state, [&](int k, long long running) {
         if (first + k == reported && reported < n) {
             report[reported / every] = running;
             reported += every;
         }
-    }
+    });
     if (shift && tile == 0 && threadIdx.x == 0) out[0] = 0;
-    __syncthreads();
 #pragma unroll
     for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
         const long long i = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;

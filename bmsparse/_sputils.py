@@ -40,7 +40,8 @@ def check_cupyx_dtype(dtype: np.dtype, instead: str) -> None:
 def csr_from_arrays(xp: Any, indptr: Any, indices: Any, data: Any,
                     shape: tuple[int, int]) -> Any:
     """scipy ``csr_array`` (``xp`` NumPy) or cupyx ``csr_matrix`` over the
-    given arrays, whose column indices are sorted and distinct within rows."""
+    given arrays, whose column indices are sorted and distinct within rows
+    (canonical: cupyx is told so, and never checks)."""
     if xp is np:
         import scipy.sparse as sp
 
@@ -48,6 +49,15 @@ def csr_from_arrays(xp: Any, indptr: Any, indices: Any, data: Any,
     else:
         import cupyx.scipy.sparse as csp
 
+        # cupyx's constructor reads indptr's ends back (a sync, about 0.3 ms
+        # after a large product); its internal _from_parts checks the same
+        # arrays on the host only. Where it is missing or refuses, the public one
+        from_parts = getattr(csp.csr_matrix, "_from_parts", None)
+        if from_parts is not None and indices.dtype == indptr.dtype:
+            try:
+                return from_parts(data, indices, indptr, shape, has_canonical_format=True)
+            except (TypeError, ValueError):
+                pass
         out = csp.csr_matrix((data, indices, indptr), shape=shape)
     out.has_sorted_indices = True
     return out

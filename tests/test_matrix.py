@@ -353,6 +353,10 @@ def test_tocoo_tocsr_on_device():
     assert coo.row.get().tolist() == GRID_ROWS and coo.col.get().tolist() == GRID_COLS
     assert_same_csr(sp.csr_array(csr.get()), grid_scipy(), rtol=0)
     assert csp.issparse(grid().to_cupyx())
+    # cupyx is told the CSR is canonical: scipy, checking the arrays, agrees
+    host = csr.get()
+    assert csr.has_canonical_format and csr.nnz == len(GRID_VALUES)
+    assert sp.csr_array((host.data, host.indices, host.indptr), shape=host.shape).has_canonical_format
 
 
 @pytest.mark.gpu

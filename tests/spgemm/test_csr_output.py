@@ -43,7 +43,8 @@ def product(a_csr, b_csr, xp, monkeypatch=None, **kw):
         monkeypatch.setattr(multiply, "multiply_csr",
                             lambda *args, **kws: calls.append(1) or real(*args, **kws))
     c = spgemm(a, b, format="csr", **kw)
-    assert c.has_sorted_indices
+    assert c.has_sorted_indices and c.has_canonical_format
+    assert on_host(c).has_canonical_format  # scipy's own check of the arrays
     return c, spgemm(a, b, **kw).tocsr(), bool(calls), strategy(a, b)
 
 

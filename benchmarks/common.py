@@ -255,19 +255,31 @@ def time_call(fn: Callable[[], Any], clock: Clock, *, repeat: int, warmup: int) 
     there). Each result is dropped before the next run starts, so runs do
     not pile up memory.
     """
+    return time_calls([fn], clock, repeat=repeat, warmup=warmup)[0]
+
+
+def time_calls(fns: Sequence[Callable[[], Any]], clock: Clock, *, repeat: int,
+               warmup: int) -> list[Timing]:
+    """:func:`time_call` of several functions, their runs interleaved (one run
+    of each in turn, warm-up included), so that a slow stretch of the host or
+    the GPU falls on all of them rather than on whichever ran then: ops.py
+    once timed one side of a 0.05 ms operation at 0.6-0.9 ms, a different
+    operation in each run."""
     start, done = time.perf_counter(), 0
     while done < warmup or (warmup and clock.kind != "host"
                             and (time.perf_counter() - start) * 1e3 < WARM_MS):
-        fn()
-        clock.sync()
+        for fn in fns:
+            fn()
+            clock.sync()
         done += 1
-    samples = []
+    samples: list[list[float]] = [[] for _ in fns]
     for _ in range(max(1, repeat)):
-        start = clock.start()
-        out = fn()
-        samples.append(clock.stop(start))
-        del out
-    return Timing(statistics.median(samples), samples)
+        for fn, times in zip(fns, samples):
+            start = clock.start()
+            out = fn()
+            times.append(clock.stop(start))
+            del out
+    return [Timing(statistics.median(times), times) for times in samples]
 
 
 def time_stages(a: BitmapMatrix, b: BitmapMatrix, clock: Clock, *, repeat: int,
@@ -392,10 +404,39 @@ def measure(fn: Callable[[], Any], clock: Clock, memory: str, *, repeat: int, wa
     With ``keep``, the output of that last run is returned in ``result``.
     """
     timing = time_call(fn, clock, repeat=repeat, warmup=warmup)
+    return _with_peak(fn, timing, memory, keep)
+
+
+def _with_peak(fn: Callable[[], Any], timing: Timing, memory: str, keep: bool) -> Measured:
+    """``timing`` and the peak memory of one more run of ``fn`` (its output with ``keep``)."""
     free_memory()
     with PeakMemory(memory) as peak:
         out = fn()
     return Measured(timing, peak.extra, out if keep else None)
+
+
+def measure_side_by_side(fns: dict[str, Callable[[], Any]], clock: Clock, memory: str, *,
+                         repeat: int, warmup: int,
+                         keep: bool = False) -> dict[str, tuple[Measured | None, str | None]]:
+    """:func:`measure` of each function, their runs interleaved (:func:`time_calls`).
+
+    Each is first run once on its own (:func:`attempt`): one that fails is
+    reported as ``(None, reason)`` and the others are still timed.
+    """
+    out: dict[str, tuple[Measured | None, str | None]] = {}
+    ready = {}
+    for what, fn in fns.items():
+        _, error = attempt(what, fn)
+        if error is None:
+            ready[what] = fn
+        else:
+            out[what] = (None, error)
+    timings, error = attempt(" and ".join(ready), lambda: time_calls(
+        list(ready.values()), clock, repeat=repeat, warmup=warmup))
+    for k, (what, fn) in enumerate(ready.items()):
+        out[what] = attempt(what, lambda fn=fn, k=k: _with_peak(fn, timings[k], memory, keep)) \
+            if timings is not None else (None, error)
+    return {what: out[what] for what in fns}
 
 
 # --- operands on either side -------------------------------------------------------

@@ -18,7 +18,8 @@ every matrix of the corpus folder, in float64, it times
   square A, a random matrix of the same density otherwise).
 
 CUDA events on the GPU, the host clock on the CPU path; the median of
-``--repeat`` runs after ``--warmup``. Ratio = their time / ours (above 1:
+``--repeat`` runs after ``--warmup``, ours and the peer's taking turns run
+by run (``common.time_calls``). Ratio = their time / ours (above 1:
 bmsparse is faster). Every result is checked against the peer's once.
 """
 
@@ -123,11 +124,11 @@ def run_matrix(name: str, a: sp.csr_array, side: common.Side, *, repeat: int,
                                "n_cols": a.shape[1], "nnz": a.nnz, "blocks": big_a.nblocks,
                                "ours_ms": None, "peer_ms": None, "ratio": None, "match": None,
                                "note": ""}
-        got, error = common.attempt(f"{name} {op}: bmsparse", lambda ours=ours: common.measure(
-            ours, side.clock, side.memory, repeat=repeat, warmup=warmup, keep=True))
-        peer, peer_error = common.attempt(f"{name} {op}: peer", lambda theirs=theirs: (
-            common.measure(theirs, side.clock, side.memory, repeat=repeat, warmup=warmup,
-                           keep=True)))
+        # both sides' runs interleaved: a slow stretch of the host lands on both
+        measured = common.measure_side_by_side(
+            {f"{name} {op}: bmsparse": ours, f"{name} {op}: peer": theirs}, side.clock,
+            side.memory, repeat=repeat, warmup=warmup, keep=True)
+        (got, error), (peer, peer_error) = measured.values()
         if got is not None:
             row["ours_ms"] = got.timing.ms
         if peer is not None:
@@ -172,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     peer = "cupyx (cuSPARSE)" if device.gpu else "scipy"
     where = device.name if device.gpu else f"the CPU path ({device.note})"
     report.line(f"bmsparse operations on {where} against {peer}, float64; "
-                f"median of {args.repeat} after {args.warmup} warm-up runs")
+                f"median of {args.repeat} after {args.warmup} warm-up runs, "
+                "the two sides taking turns")
     rows: list[dict[str, Any]] = []
     progress = common.Progress(len(todo))
     try:

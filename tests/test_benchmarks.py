@@ -407,3 +407,22 @@ def test_ops_missing_folder(tmp_path):
     proc = run_script("ops.py", tmp_path / "nope", "--cpu")
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"ops.py: error: {tmp_path / 'nope'}: no such folder"
+
+
+def test_time_calls_take_turns_and_a_failure_spares_the_others():
+    calls = []
+    clock = common.Clock("host")
+    timings = common.time_calls([lambda: calls.append("a"), lambda: calls.append("b")], clock,
+                                repeat=3, warmup=2)
+    assert calls == ["a", "b"] * 5  # two warm-up rounds, then three timed ones
+    assert [len(t.samples) for t in timings] == [3, 3]
+
+    def broken():
+        raise RuntimeError("no")
+
+    out = common.measure_side_by_side({"ours": lambda: 7, "peer": broken}, clock, "host",
+                                      repeat=2, warmup=1, keep=True)
+    assert list(out) == ["ours", "peer"]
+    ours, error = out["ours"]
+    assert error is None and ours.result == 7 and len(ours.timing.samples) == 2
+    assert out["peer"] == (None, "RuntimeError: no")

@@ -54,7 +54,7 @@
 //
 // Launch: max(32 * nwarps, ngroups) * k threads, 1-D grid, warp number
 // w * k + j (so the k warps reading the same 32 blocks are neighbours);
-// 2 * 8 * sizeof(T) bytes of dynamic shared memory per thread (step 1).
+// 8 * sizeof(T) bytes of dynamic shared memory per thread (step 1).
 // The _unit kernels are the same for a vector in and out (k == 1, x_rs ==
 // y_rs == 1), without the strides and k among their arguments: their index
 // arithmetic folds to constants, which takes a quarter of the instructions off.

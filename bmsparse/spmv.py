@@ -238,7 +238,7 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
                 i64(y_rs), i64(y_cs), carry, count)
     # every array is the matrix's own, contiguous base or new: no cast step
     _kernels.launch(kernel, max(nwarps * WARP, ptr.shape[0] - 1) * k, args, block=_THREADS,
-                    shared_mem=0 if dense else 2 * BLOCK * _THREADS * x.dtype.itemsize,
+                    shared_mem=0 if dense else BLOCK * _THREADS * x.dtype.itemsize,
                     cast=False)
     return y
 

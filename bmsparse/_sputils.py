@@ -49,9 +49,9 @@ def csr_from_arrays(xp: Any, indptr: Any, indices: Any, data: Any,
     else:
         import cupyx.scipy.sparse as csp
 
-        # cupyx's constructor reads indptr's ends back (a sync, about 0.3 ms
-        # after a large product); its internal _from_parts checks the same
-        # arrays on the host only. Where it is missing or refuses, the public one
+        # cupyx's constructor reads indptr's ends back (a small launch and a
+        # sync); its internal _from_parts checks the same arrays on the host
+        # only. Where it is missing or refuses them, the public one
         from_parts = getattr(csp.csr_matrix, "_from_parts", None)
         if from_parts is not None and indices.dtype == indptr.dtype:
             try:

@@ -598,18 +598,33 @@ def peer_cusparse(a: sp.csr_array, b: sp.csr_array, dtype: Any, *, repeat: int, 
         return run
 
     def go() -> PeerRun:
-        da = device_csr(a.astype(dtype, copy=False))
-        db = da if b is a else device_csr(b.astype(dtype, copy=False))
-        got = measure(lambda: da @ db, Clock("cupy"), "cupy", repeat=repeat, warmup=warmup,
-                      keep=keep)
+        product, to_host = cusparse_call(a, b, dtype)
+        got = measure(product, Clock("cupy"), "cupy", repeat=repeat, warmup=warmup, keep=keep)
         run.ms, run.samples, run.peak_bytes = got.timing.ms, got.timing.samples, got.peak_bytes
         if keep:
-            run.result = sp.csr_array(got.result.get())
+            run.result = to_host(got.result)
         return run
 
     _, run.error = attempt(f"cuSPARSE {dtype.name}", go)
     free_memory()
     return run
+
+
+def cusparse_call(a: sp.csr_array, b: sp.csr_array,
+                  dtype: Any) -> tuple[Callable[[], Any], Callable[[Any], sp.csr_array]]:
+    """cuSPARSE's ``a @ b`` (cupyx CSR on the device, ``b`` may be ``a``) as a
+    call to time, and the function bringing its result to the host."""
+    da = device_csr(a.astype(dtype, copy=False))
+    db = da if b is a else device_csr(b.astype(dtype, copy=False))
+    return (lambda: da @ db), (lambda c: sp.csr_array(c.get()))
+
+
+def scipy_call(a: sp.csr_array, b: sp.csr_array,
+               dtype: Any) -> tuple[Callable[[], Any], Callable[[Any], sp.csr_array]]:
+    """scipy's ``a @ b`` on the host, as :func:`cusparse_call` gives cuSPARSE's."""
+    a2 = a.astype(dtype, copy=False)
+    b2 = a2 if b is a else b.astype(dtype, copy=False)
+    return (lambda: a2 @ b2), sp.csr_array
 
 
 _TORCH_DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -684,15 +699,13 @@ def peer_scipy(a: sp.csr_array, b: sp.csr_array, dtype: Any, *, repeat: int, war
     """scipy.sparse CSR @ CSR on the host (one thread); peak memory from tracemalloc."""
     dtype = np.dtype(dtype)
     run = PeerRun("scipy", dtype.name, memory="host")
-    a = a.astype(dtype, copy=False)
-    b = a if b is a else b.astype(dtype, copy=False)
+    product, to_host = scipy_call(a, b, dtype)
 
     def go() -> PeerRun:
-        got = measure(lambda: a @ b, Clock("host"), "host", repeat=repeat, warmup=warmup,
-                      keep=keep)
+        got = measure(product, Clock("host"), "host", repeat=repeat, warmup=warmup, keep=keep)
         run.ms, run.samples, run.peak_bytes = got.timing.ms, got.timing.samples, got.peak_bytes
         if keep:
-            run.result = sp.csr_array(got.result)
+            run.result = to_host(got.result)
         return run
 
     _, run.error = attempt(f"scipy {dtype.name}", go)

@@ -15,7 +15,8 @@ GPU and small on the CPU path.
 
 A row per matrix: name, n, nnz, blocks, nnz per block, multiplies, nnz(C),
 our time (kernels only: BitmapMatrix in, BitmapMatrix out), the peer's time
-(cuSPARSE CSR @ CSR through cupyx; scipy on CPU-only machines), speedup,
+(cuSPARSE CSR @ CSR through cupyx; scipy on CPU-only machines; the two
+sides' runs take turns, ``common.time_calls``), speedup,
 peak memory of both, the strategy our product took ("lean": dense
 accumulators in one launch, for small products, "scalar": by B's scalar
 rows, "dense": dense accumulators per block row, "merge": the row merge, "tasks": the task list;
@@ -40,7 +41,7 @@ import numpy as np
 from common import fmt_mib, fmt_ms, fmt_num, fmt_x
 
 from bmsparse import BitmapMatrix, generators
-from bmsparse.spgemm import lean, rowdense, rowmerge, rowscalar, strategy
+from bmsparse.spgemm import lean, rowdense, rowmerge, rowscalar, spgemm, strategy
 
 DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
                    or common.REPO_ROOT.parent / "shared" / "matrices")
@@ -127,35 +128,45 @@ def run_one(name: str, source: str, load: Callable, side: common.Side, *, repeat
                        f"{max_multiplies:,.0f}")
         return row
 
-    def ours() -> Any:
+    def operands() -> tuple[BitmapMatrix, BitmapMatrix]:
         big_a = BitmapMatrix.from_scipy(a, device=side.gpu)
         big_b = big_a if square else BitmapMatrix.from_scipy(b, device=side.gpu)
         row["blocks"] = big_a.nblocks
         row["nnz_per_block"] = a.nnz / big_a.nblocks if big_a.nblocks else 0.0
         row["path"] = strategy(big_a, big_b)
-        got = common.ours_kernels(side, big_a, big_b, repeat=repeat, warmup=warmup, keep=True)
-        c = side.to_host(got.result)
-        got.result = None
-        return got, c
+        return big_a, big_b
 
     common.free_memory()
-    result, error = common.attempt(f"{name}: bmsparse", ours)
+    ours, error = common.attempt(f"{name}: bmsparse", operands)
+    peer_name = row["peer"]
+    peer_call, peer_error = common.attempt(f"{name}: {peer_name}", lambda: (
+        common.cusparse_call if side.gpu else common.scipy_call)(a, b, dtype))
+    calls = {}
+    if ours is not None:
+        calls["bmsparse"] = lambda ops=ours: spgemm(*ops)
+    if peer_call is not None:
+        calls[peer_name] = peer_call[0]
+    # ours and the peer's runs take turns: a slow stretch of the host lands on both
+    measured = common.measure_side_by_side(calls, side.clock, side.memory, repeat=repeat,
+                                           warmup=warmup, keep=True)
+    del ours, calls  # our operands (cuSPARSE's go with peer_call)
     common.free_memory()
+    got, error = measured.get("bmsparse", (None, error))
     c = None
     if error is not None:
         row["error"] = f"bmsparse: {error}"
     else:
-        got, c = result
+        c = side.to_host(got.result)
         row.update(ours_ms=got.timing.ms, ours_peak_bytes=got.peak_bytes, nnz_c=c.nnz,
                    ours_gflops=common.gflops(row["multiplies"], got.timing.ms))
-    if side.gpu:
-        peer = common.peer_cusparse(a, b, dtype, repeat=repeat, warmup=warmup, keep=True)
-    else:
-        peer = common.peer_scipy(a, b, dtype, repeat=repeat, warmup=warmup, keep=True)
-    row.update(peer_ms=peer.ms, peer_peak_bytes=peer.peak_bytes, peer_error=peer.error,
-               speedup=common.speedup(peer.ms, row["ours_ms"]))
-    if c is not None and peer.result is not None:
-        check = common.check_product(c, peer.result, dtype)
+    theirs, peer_error = measured.get(peer_name, (None, peer_error))
+    peer_c = None if theirs is None else peer_call[1](theirs.result)
+    row.update(peer_ms=None if theirs is None else theirs.timing.ms,
+               peer_peak_bytes=None if theirs is None else theirs.peak_bytes,
+               peer_error=peer_error, speedup=common.speedup(
+                   None if theirs is None else theirs.timing.ms, row["ours_ms"]))
+    if c is not None and peer_c is not None:
+        check = common.check_product(c, peer_c, dtype)
         row["check"] = check
         row["match"] = check["match"]
     return row
@@ -197,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if device.gpu:
         report.line(f"bmsparse suite on {device.name}: ours (kernels only, BitmapMatrix in "
                     f"and out) vs {peer_name}; CUDA events, median of {args.repeat} after "
-                    f"{args.warmup} warm-up runs")
+                    f"{args.warmup} warm-up runs, the two sides taking turns")
     else:
         report.line(f"bmsparse suite, CPU path ({device.note}): bmsparse's NumPy twins vs "
                     f"{peer_name}; host clock, median of {args.repeat} after {args.warmup} "

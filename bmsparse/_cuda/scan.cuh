@@ -5,11 +5,9 @@
 // first warp reads the flags of the 32 tiles before it at a time, adding sums
 // back to the nearest published prefix. Tiles take their numbers from a
 // ticket in launch order, so a tile only waits for tiles that are already
-// running. Used by _primitives.cu's bmsparse_scan and by tasks.cu's
-// bmsparse_tasks_run_heads, which scans flags it computes on the fly, and
-// bmsparse_tasks_ranges (through scan_tile_items, whose steps bmsparse_scan
-// still spells out: moving it onto the helper changes its code, and that
-// wants a GPU run).
+// running. Used through scan_tile_items (below) by _primitives.cu's
+// bmsparse_scan and tasks.cu's bmsparse_tasks_ranges, and directly by
+// bmsparse_tasks_run_heads, which scans flags it computes on the fly.
 //   long long state[1 + 3 * ntiles] - zeroed before the launch: the ticket,
 //                                     then per tile its flag, its sum, its
 //                                     inclusive prefix

@@ -255,6 +255,13 @@ __device__ __forceinline__ void rd_count_units(RD_ARGS, long long* __restrict__ 
 // cursors, the ranks by comparison (O(n^2) per column: squirrel's ~50 pairs
 // per output block) and the rewrite.
 
+// zeroes the masked blocks kernel's masks (`words` per column)
+__device__ __forceinline__ void rd_clear_masks(unsigned int* masks, long long span,
+                                               long long words) {
+    for (long long w = threadIdx.x; w < span * words; w += BMSPARSE_ROWDENSE_THREADS)
+        masks[w] = 0u;
+}
+
 // bmsparse_rowdense_blocks's pass; clears the accumulator and counters
 // first, and leaves them cleared
 template <bool TOUCHED, bool MASKED = false>
@@ -272,10 +279,7 @@ __device__ __forceinline__ void rd_blocks_units(
     unsigned int* masks = touched;  // the same place: TOUCHED and MASKED exclude each other
     const long long n = nbrows * parts;
     rd_clear_all<TOUCHED>(acc, aux, span);
-    if constexpr (MASKED) {
-        for (long long w = threadIdx.x; w < span * mask_words; w += BMSPARSE_ROWDENSE_THREADS)
-            masks[w] = 0u;
-    }
+    if constexpr (MASKED) rd_clear_masks(masks, span, mask_words);
     if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) {  // one thread closes the pointers
         const long long c_nblocks = __ldcg(scan + n);
         c_offsets[c_nblocks] = __ldcg(scan + 2 * n) - c_nblocks;
@@ -367,10 +371,7 @@ __device__ __forceinline__ void rd_blocks_units(
             acc[c] = 0;
             aux[c] = 0;
         });
-        if constexpr (MASKED) {
-            for (long long w = threadIdx.x; w < span * mask_words; w += BMSPARSE_ROWDENSE_THREADS)
-                masks[w] = 0u;
-        }
+        if constexpr (MASKED) rd_clear_masks(masks, span, mask_words);
         __syncthreads();
     }
 }

@@ -179,7 +179,7 @@ def force_strategy(name: str) -> None:
     lean.MAX_BLOCKS = 1 << 62 if name == "lean" else -1
     rowscalar.MAX_ENTRIES_PER_BLOCK = float("inf") if name == "scalar" else -1
     if name == "scalar":
-        rowscalar.MAX_ROW_BLOCKS = 1 << 62
+        rowscalar.MIN_TERMS_PER_COLUMN = 0
     if name in ("lean", "dense"):
         rowdense.MAX_COLUMNS = 1 << 62
     elif name in ("merge", "tasks"):

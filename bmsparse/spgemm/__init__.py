@@ -238,7 +238,7 @@ def _by_pairs(accumulate: Any) -> Any:
 def _by_rows(a: BitmapMatrix, b: BitmapMatrix, reads_values: bool, structural: bool,
              check: Any) -> tuple[Any, Any, None]:
     """The finder of :func:`_merged_product` for :mod:`.rowscalar` (no CSR writer)."""
-    return (*rowscalar.find(a, b, reads_values, check), None)
+    return (*rowscalar.find(a, b, reads_values, structural, check), None)
 
 
 _FINDERS = {"lean": _by_pairs(rowdense.accumulate), "scalar": _by_rows,

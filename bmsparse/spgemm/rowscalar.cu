@@ -7,7 +7,9 @@
 // work follows the multiplies: every entry A(r, j) of a block row meets the
 // entries of B's row j, read from B in CSR form (bitmap_to_csr), as in
 // Gustavson's algorithm. A thread block takes a unit, a block row i of A (B
-// has at most 2^16 - 1 block columns, so one unit covers the row).
+// has at most 2^16 - 1 block columns, so one unit covers the row), and
+// spreads the unit's terms over all of its threads (rs_for_windows), so a hub
+// entry's long B row is every thread's work.
 //
 // - bmsparse_rowscalar_count: each term (r, k) ORs bit (r, k & 7) into
 //   acc[k >> 3], one word of shared memory per output block column; the
@@ -15,16 +17,14 @@
 //   does (no pairs).
 // - bmsparse_rowscalar_blocks: the same accumulation, then C's keys,
 //   bitmaps and value offsets of the unit in column order, placed by `scan`;
-//   c_ptr is written as zeros (no pairs).
-// - bmsparse_rowscalar_values: the unit's rows of C are cut into items (a
-//   row, or a range of block columns of a row holding more than an eighth
-//   of the unit's terms), which its warps take in turn. A warp walks its
-//   row's A entries in ascending inner index j, 32 terms at a time, and adds
-//   them into C's values (in shared memory when the unit's fit), at each
-//   value's position found from per-unit maps column -> bitmap, offset in
-//   shared memory. Lanes meeting one value add in lane order and __syncwarp
-//   orders the batches, so every value is summed in ascending j, the order
-//   of multiply.cu and of scipy: C is bit for bit the one of the other paths.
+//   c_ptr is written as zeros (no pairs). For structural products.
+// - bmsparse_rowscalar_product: the blocks kernel, then C's values of the
+//   unit, with the accumulator left in shared memory as the map column ->
+//   bitmap and a second map column -> value offset in the unit: the terms
+//   come again, a batch of RS_THREADS at a time, and are added into the
+//   unit's values (in shared memory when they fit) in ascending j (see the
+//   kernel), the order of multiply.cu and of scipy: C is bit for bit the one
+//   of the other paths.
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
@@ -32,7 +32,7 @@
 //   long long nbrows, parts, span     - block rows of A, units per block row
 //                                       (1), B's block columns (< 2^16; 8 bytes
 //                                       of shared memory each for the count
-//                                       and blocks, 4 for the values)
+//                                       and blocks, 12 for the product)
 //   int       b_indptr[b_nrows + 1], b_indices[b_nnz] - B in CSR form
 //   long long sizes[3 * nbrows]       - out of count: as rowdense.cu (pairs 0)
 //   long long scan[3 * nbrows + 1]    - exclusive scan of sizes
@@ -44,69 +44,169 @@
 //   long long a_offsets[a_nblocks + 1]; T a_values[a_nnz] - A's values (not
 //                                       read when !S::reads_values)
 //   T         b_values[b_nnz]         - B's values in CSR order (likewise)
-//   long long c_nblocks
 //   long long capacity                - values of a unit summed in shared memory
 //                                       (even); a unit with more sums in c_values
 //   T         c_values[c_nnz]         - out: values of C
 //   unsigned long long zero_values[1], zero_flag[1] - as multiply.cu
-// Launch: BMSPARSE_ROWDENSE_THREADS (256: 8 warps) threads per thread block,
-// any number of thread blocks (each loops over the units
-// u = blockIdx.x + s * gridDim.x); the values kernel with
-// (2 * 256 + capacity) * sizeof(T) + 12 * span bytes of dynamic shared memory.
-// Work: per unit, O(multiplies + span / threads) in the count and blocks;
-// in the values, per item O(A blocks of the unit + its terms / 32) steps of a
-// warp, plus two binary searches per entry in a row cut into ranges.
+// The product kernel takes the blocks kernel's arguments, then a_offsets,
+// a_values, b_values, capacity, c_values, zero_values, zero_flag.
+// Launch: BMSPARSE_ROWSCALAR_THREADS (512) threads per thread block, any
+// number of thread blocks (each loops over the units
+// u = blockIdx.x + s * gridDim.x); count and blocks with 8 * span bytes of
+// dynamic shared memory, the product with (12 * span rounded up to 16) +
+// capacity * sizeof(T).
+// Work: per unit, O(terms + span / threads) steps of a thread block in
+// each kernel, plus per batch of the product one round per term of the
+// batch meeting an already met value.
 // Deterministic: the accumulator is an OR; each value is summed in a fixed
-// order by one warp, no atomics on values.
+// order, no atomics on values.
 // Layout: see ../_cuda/bitmap.cuh.
+// 512 threads a thread block (rowdense.cu's helpers follow): the product
+// kernel's maps take 12 bytes of shared memory per block column, two thread
+// blocks an SM for musae_git, and its batches wait on barriers, so warps
+// come from bigger thread blocks
+#ifndef BMSPARSE_ROWSCALAR_THREADS
+#define BMSPARSE_ROWSCALAR_THREADS 512
+#endif
+#define BMSPARSE_ROWDENSE_THREADS BMSPARSE_ROWSCALAR_THREADS
+// registers of the blocks and product kernels: under __launch_bounds__ alone
+// ptxas gave them 32 and spilled (its choice, not a limit); two thread
+// blocks an SM fit 64
+#ifndef BMSPARSE_ROWSCALAR_REGISTERS
+#define BMSPARSE_ROWSCALAR_REGISTERS 64
+#endif
 #include "rowdense.cuh"
 #include "../_cuda/semiring.cuh"
 
-// lanes that share one A entry's B row in the count and blocks passes: rows
-// of B in these graphs hold a few entries to a few thousand. (Threads each
-// walking their entries' rows, with the rows of more than 32 entries queued
-// for the whole thread block, took 1.1-1.9x longer: benchmarks/NOTES.md.)
-#define RS_GROUP 8
+#define RS_THREADS BMSPARSE_ROWDENSE_THREADS
 
 #define RS_ARGS                                                                         \
     const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,                  \
     const long long* __restrict__ a_ptr, long long nbrows, long long parts,             \
     long long span, const int* __restrict__ b_indptr, const int* __restrict__ b_indices
 
-// f(k, bit) for every term of block row i of A (A blocks [a0, a1)): k the
-// term's output block column, bit its place in that block; groups of
-// RS_GROUP lanes take A blocks, their lanes the entries of B's row j
-template <typename F>
-__device__ __forceinline__ void rs_for_terms(long long a0, long long a1,
-                                             const u64* __restrict__ a_keys,
-                                             const u64* __restrict__ a_bitmaps,
-                                             const int* __restrict__ b_indptr,
-                                             const int* __restrict__ b_indices, F f)
+// A unit's terms are taken in windows, flat over the whole thread block: a
+// chunk of RS_THREADS A blocks, its entries RS_THREADS at a time (an entry
+// per thread: its B row), their terms RS_THREADS at a time (a term per
+// thread, its entry found by a binary search of the windows' scans). A hub
+// entry's long B row is then every thread's work, not one group's chain
+// while the rest wait (the first form, groups of 8 lanes per A block, took
+// 1.5 ms to count musae_git: benchmarks/NOTES.md, session 23).
+struct rs_window {
+    u64 bitmaps[RS_THREADS];        // the chunk's A blocks
+    unsigned int cols[RS_THREADS];  // their block columns
+    int block_end[RS_THREADS];      // inclusive scan of the blocks' entries
+    int term_end[RS_THREADS];       // inclusive scan of the window's entries' terms
+    int first[RS_THREADS];          // each entry's first term in b_indices
+    int row[RS_THREADS];            // each entry's row in the unit
+};
+
+// index of the first of the n ends above x (ends ascending, x < ends[n - 1])
+__device__ __forceinline__ int rs_owner(const int* ends, int n, int x) {
+    int i = 0;  // how many ends are <= x: at most n - 1 <= RS_THREADS - 1
+#pragma unroll
+    for (int step = RS_THREADS / 2; step > 0; step >>= 1)
+        if (i + step <= n && ends[i + step - 1] <= x) i += step;
+    return i;
+}
+
+// term t of the window: its place in b_indices; e gets its entry
+__device__ __forceinline__ int rs_term(const rs_window& w, int nentries, int t, int& e) {
+    e = rs_owner(w.term_end, nentries, t);
+    return w.first[e] + t - (e ? w.term_end[e - 1] : 0);
+}
+
+// The unit's terms (A blocks [a0, a1)) window by window, in the order of
+// A's entries (block, then bit: for one row of C, ascending inner index j),
+// then of B's row: entry(slot, block, bitmap, bit) for each entry of a
+// window, by the thread of that slot, then window(entries, terms) by every
+// thread; barriers around both, so the window's arrays are stable in it.
+template <typename E, typename W>
+__device__ __forceinline__ void rs_for_windows(long long a0, long long a1,
+                                               const u64* __restrict__ a_keys,
+                                               const u64* __restrict__ a_bitmaps,
+                                               const int* __restrict__ b_indptr,
+                                               rs_window& w, E entry, W window)
 {
-    const int group = (int)(threadIdx.x / RS_GROUP), lane = (int)(threadIdx.x % RS_GROUP);
-    for (long long a = a0 + group; a < a1; a += BMSPARSE_ROWDENSE_THREADS / RS_GROUP) {
-        const long long j0 = (long long)block_col(a_keys[a]) << 3;
-        for (u64 bm = a_bitmaps[a]; bm; bm &= bm - 1ull) {
-            const int bit = __ffsll((long long)bm) - 1;
-            const long long j = j0 + (bit & 7);
-            const int p1 = b_indptr[j + 1];
-            for (int p = b_indptr[j] + lane; p < p1; p += RS_GROUP) {
-                const int k = b_indices[p];
-                f((unsigned int)k >> 3, bit_of(bit >> 3, k & 7));
+    for (long long base = a0; base < a1; base += RS_THREADS) {
+        const long long a = base + threadIdx.x;
+        const u64 bm = a < a1 ? a_bitmaps[a] : 0ull;
+        const int nblocks = (int)min((long long)RS_THREADS, a1 - base);
+        long long nentries;
+        const int before = (int)rd_block_scan(__popcll(bm), nentries);
+        w.bitmaps[threadIdx.x] = bm;
+        w.cols[threadIdx.x] = a < a1 ? block_col(a_keys[a]) : 0u;
+        w.block_end[threadIdx.x] = before + __popcll(bm);
+        __syncthreads();
+        for (int e0 = 0; e0 < (int)nentries; e0 += RS_THREADS) {
+            const int e = e0 + (int)threadIdx.x;
+            int first = 0, length = 0, row = 0;
+            if (e < (int)nentries) {
+                const int b = rs_owner(w.block_end, nblocks, e);
+                const u64 owner = w.bitmaps[b];
+                const int bit = nth_set_bit(owner, e - (b ? w.block_end[b - 1] : 0));
+                const long long j = ((long long)w.cols[b] << 3) + (bit & 7);
+                first = b_indptr[j];
+                length = b_indptr[j + 1] - first;
+                row = bit >> 3;
+                entry((int)threadIdx.x, base + b, owner, bit);
             }
+            long long nterms;
+            const int start = (int)rd_block_scan(length, nterms);
+            w.term_end[threadIdx.x] = start + length;
+            w.first[threadIdx.x] = first;
+            w.row[threadIdx.x] = row;
+            __syncthreads();
+            window(min(RS_THREADS, (int)nentries - e0), (int)nterms);
+            __syncthreads();
         }
     }
 }
 
-// the unit's accumulator filled with its terms; the barrier closes it
+// the unit's accumulator filled with its terms, RS_UNROLL terms a thread
+// at a time (their loads in flight together); ends with a barrier
+#define RS_UNROLL 4
+__device__ __forceinline__ void rs_accumulate(u64* acc, long long a0, long long a1,
+                                              const u64* __restrict__ a_keys,
+                                              const u64* __restrict__ a_bitmaps,
+                                              const int* __restrict__ b_indptr,
+                                              const int* __restrict__ b_indices, rs_window& w)
+{
+    rs_for_windows(a0, a1, a_keys, a_bitmaps, b_indptr, w,
+                   [](int, long long, u64, int) {},
+                   [&](int nentries, int nterms) {
+        for (int t0 = (int)threadIdx.x; t0 < nterms; t0 += RS_UNROLL * RS_THREADS) {
+            int k[RS_UNROLL], row[RS_UNROLL];
+#pragma unroll
+            for (int i = 0; i < RS_UNROLL; ++i) {
+                const int t = t0 + i * RS_THREADS;
+                k[i] = -1;
+                if (t < nterms) {
+                    int e;
+                    k[i] = __ldg(b_indices + rs_term(w, nentries, t, e));
+                    row[i] = w.row[e];
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < RS_UNROLL; ++i) {
+                // the 32-bit half of the word (little-endian): a 64-bit OR in
+                // shared memory is no single instruction
+                const int bit = bit_of(row[i], k[i] & 7);
+                if (k[i] >= 0)
+                    atomicOr(reinterpret_cast<unsigned int*>(acc + (k[i] >> 3)) + (bit >> 5),
+                             1u << (bit & 31));
+            }
+        }
+    });
+}
+
 #define RS_ACCUMULATE(acc, u)                                                          \
-    rs_for_terms(a_ptr[u], a_ptr[(u) + 1], a_keys, a_bitmaps, b_indptr, b_indices,     \
-                 [&](unsigned int k, int bit) { atomicOr(acc + k, 1ull << bit); });    \
-    __syncthreads()
+    rs_accumulate(acc, a_ptr[u], a_ptr[(u) + 1], a_keys, a_bitmaps, b_indptr, b_indices, w)
 
 extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS)
 bmsparse_rowscalar_count(RS_ARGS, long long* __restrict__ sizes)
 {
+    __shared__ rs_window w;
     u64* acc = rd_shared;
     for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) acc[c] = 0;
     __syncthreads();
@@ -116,243 +216,197 @@ bmsparse_rowscalar_count(RS_ARGS, long long* __restrict__ sizes)
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS)
+// one thread closes C's pointers (blocks and product kernels)
+__device__ __forceinline__ void rs_close(long long n, const long long* __restrict__ scan,
+                                         long long* __restrict__ c_offsets,
+                                         long long* __restrict__ c_ptr) {
+    if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) {
+        const long long c_nblocks = scan[n];
+        c_offsets[c_nblocks] = scan[2 * n] - c_nblocks;
+        c_ptr[c_nblocks] = 0;
+    }
+}
+
+// C's blocks of unit u from its closed accumulator, in column order, placed
+// by `scan`: RS_THREADS columns at a time, a thread per column, so the
+// stores of a warp are adjacent (a thread per run of columns stored 32
+// scattered words per instruction: 0.64 ms of musae_git's 0.99). col_at,
+// when not null, gets each block's value offset in the unit; CLEAR clears
+// the accumulator as it is read. Ends with a barrier.
+template <bool CLEAR>
+__device__ __forceinline__ void rs_write_blocks(u64* acc, int* col_at, long long span,
+                                                long long n, long long u,
+                                                const long long* __restrict__ scan,
+                                                u64* __restrict__ c_keys,
+                                                u64* __restrict__ c_bitmaps,
+                                                long long* __restrict__ c_offsets,
+                                                long long* __restrict__ c_ptr)
+{
+    long long q = scan[u], v = scan[n + u] - scan[n];
+    const long long v0 = v;
+    for (long long c0 = 0; c0 < span; c0 += RS_THREADS) {
+        const long long c = c0 + threadIdx.x;
+        const u64 bm = c < span ? acc[c] : 0ull;
+        if (CLEAR && bm) acc[c] = 0ull;
+        // blocks in bits 0-23 and values above them (a tile holds < 2^24)
+        long long total;
+        const long long before = rd_block_scan((bm != 0ull) | ((long long)__popcll(bm) << 24),
+                                               total);
+        if (bm) {
+            const long long at = q + (before & 0xffffff), value = v + (before >> 24);
+            c_keys[at] = make_key((u64)u, (u64)c);
+            c_bitmaps[at] = bm;
+            c_offsets[at] = value;
+            c_ptr[at] = 0;
+            if (col_at) col_at[c] = (int)(value - v0);
+        }
+        q += total & 0xffffff;
+        v += total >> 24;
+    }
+}
+
+extern "C" __global__ void __maxnreg__(BMSPARSE_ROWSCALAR_REGISTERS)
 bmsparse_rowscalar_blocks(RS_ARGS, const long long* __restrict__ scan, long long,
                           u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
                           long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,
                           long long*, long long*, long long*)
 {
+    __shared__ rs_window w;
     u64* acc = rd_shared;
-    const long long n = nbrows;
-    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) acc[c] = 0;
-    if (blockIdx.x == 0 && threadIdx.x == 0 && n > 0) {  // one thread closes the pointers
-        const long long c_nblocks = scan[n];
-        c_offsets[c_nblocks] = scan[2 * n] - c_nblocks;
-        c_ptr[c_nblocks] = 0;
-    }
+    for (long long c = threadIdx.x; c < span; c += RS_THREADS) acc[c] = 0;
+    rs_close(nbrows, scan, c_offsets, c_ptr);
     __syncthreads();
-    for (long long u = blockIdx.x; u < n; u += gridDim.x) {
+    for (long long u = blockIdx.x; u < nbrows; u += gridDim.x) {
         RS_ACCUMULATE(acc, u);
-        // C's blocks of the unit: the non-empty entries of acc in column order
-        long long c0, c1;
-        rd_share(span, c0, c1);
-        long long blocks = 0, values = 0;
-        for (long long c = c0; c < c1; ++c) {
-            const u64 bm = acc[c];
-            blocks += bm != 0ull;
-            values += __popcll(bm);
-        }
-        long long total;
-        long long q = scan[u] + rd_block_scan(blocks, total);
-        long long v = scan[n + u] - scan[n] + rd_block_scan(values, total);
-        for (long long c = c0; c < c1; ++c) {
-            const u64 bm = acc[c];
-            if (!bm) continue;
-            acc[c] = 0;
-            c_keys[q] = make_key((u64)u, (u64)c);
-            c_bitmaps[q] = bm;
-            c_offsets[q] = v;
-            c_ptr[q] = 0;
-            ++q;
-            v += __popcll(bm);
-        }
-        __syncthreads();
+        rs_write_blocks<true>(acc, nullptr, span, nbrows, u, scan, c_keys, c_bitmaps, c_offsets,
+                              c_ptr);
     }
-}
-
-#define RS_FULL 0xffffffffu
-
-// inclusive sum of x over lanes 0..lane
-__device__ __forceinline__ int rs_warp_scan(int x) {
-    const int lane = (int)(threadIdx.x & 31u);
-    for (int d = 1; d < 32; d <<= 1) {
-        const int left = __shfl_up_sync(RS_FULL, x, d);
-        if (lane >= d) x += left;
-    }
-    return x;
-}
-
-// the lane holding flat item f of the warp's items, each lane's count ending
-// at `end` (its inclusive scan): the first lane whose end passes f (31 past
-// the last item); its first item is at `start`
-__device__ __forceinline__ int rs_owner(int end, int f, int& start) {
-    int lo = 0;
-#pragma unroll
-    for (int step = 16; step > 0; step >>= 1) {
-        if (__shfl_sync(RS_FULL, end, lo + step - 1) <= f) lo += step;
-    }
-    const int before = __shfl_sync(RS_FULL, end, lo > 0 ? lo - 1 : 0);
-    start = lo > 0 ? before : 0;
-    return lo;
-}
-
-// first index in sorted x[0, n) whose value is >= v (n if none)
-__device__ __forceinline__ int rs_lower_bound(const int* __restrict__ x, int n, int v) {
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        const int mid = (lo + hi) >> 1;
-        if (x[mid] < v) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
-// How the unit's rows are cut for the warps: row r's terms (the lengths of
-// the B rows its entries meet) over an eighth of the unit's give it that
-// many parts, ranges of block columns (a hub row would otherwise be one
-// warp's chain while seven wait); an empty row none. parts[r] gets the
-// exclusive scan, parts[8] the total. Ends with a barrier.
-__device__ __forceinline__ void rs_row_parts(long long a0, long long a1,
-                                             const u64* __restrict__ a_bitmaps,
-                                             const u64* __restrict__ a_keys,
-                                             const int* __restrict__ b_indptr, int* parts)
-{
-    __shared__ long long row_terms[8];
-    const int r = (int)(threadIdx.x >> 5);  // warp r sums row r's terms
-    long long terms = 0;
-    for (long long a = a0 + (threadIdx.x & 31u); a < a1; a += 32) {
-        const long long j0 = (long long)block_col(a_keys[a]) << 3;
-        for (unsigned int row = row_bits(a_bitmaps[a], r); row; row &= row - 1u) {
-            const long long j = j0 + __ffs(row) - 1;
-            terms += b_indptr[j + 1] - b_indptr[j];
-        }
-    }
-    for (int d = 16; d > 0; d >>= 1) terms += __shfl_xor_sync(RS_FULL, terms, d);
-    if ((threadIdx.x & 31u) == 0) row_terms[r] = terms;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        long long total = 0;
-        for (int i = 0; i < 8; ++i) total += row_terms[i];
-        const long long share = (total + 7) / 8;
-        int sum = 0;
-        for (int i = 0; i < 8; ++i) {
-            parts[i] = sum;
-            sum += row_terms[i] ? (int)((row_terms[i] + share - 1) / share) : 0;
-        }
-        parts[8] = sum;
-    }
-    __syncthreads();
 }
 
 // Values: the unit's C blocks are mapped by column in shared memory (bitmap,
 // value offset in the unit), its values summed in shared memory when they
-// are at most `capacity` (else in place in c_values). Warp r walks row r's
-// A entries 32 A blocks at a time: their entries are spread one per lane,
-// and those entries' terms (B's rows) 32 at a time, one per lane, in
-// ascending j. Lanes whose terms meet one value (two entries j, one k) add
-// them in lane order, by the lowest of them: each value is summed in
-// ascending j.
+// are at most `capacity` (else in place in c_values). The window's terms
+// come RS_THREADS at a time, term t0 + x to thread x. Terms of one batch
+// meeting one value (one row of C, two entries j) are added in thread
+// order: each term finds its value's slot in a hash table of the batch
+// (linear probing, twice as many slots as terms), and in each round the
+// lowest pending thread of every slot adds its term; batches are closed by
+// barriers. So each value is summed in ascending j, the order of
+// multiply.cu and of scipy: C is bit for bit the one of the other paths.
+#define RS_SLOTS (2 * RS_THREADS)
+#define RS_NONE 0x7fffffff
+
+// the slot of value `at` in the batch's table
+__device__ __forceinline__ int rs_slot(int* keys, int at) {
+    int s = (int)(((unsigned int)at * 2654435761u) >> 12) & (RS_SLOTS - 1);
+    for (;;) {
+        const int old = atomicCAS(keys + s, -1, at);
+        if (old == -1 || old == at) return s;
+        s = (s + 1) & (RS_SLOTS - 1);
+    }
+}
+
 template <typename T, typename S>
-__global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS)
-bmsparse_rowscalar_values(RS_ARGS, const long long* __restrict__ a_offsets,
-                          const T* __restrict__ a_values, const T* __restrict__ b_values,
-                          const u64* __restrict__ c_keys, const u64* __restrict__ c_bitmaps,
-                          const long long* __restrict__ c_offsets, long long c_nblocks,
-                          long long capacity, T* __restrict__ c_values,
-                          unsigned long long* __restrict__ zero_values,
-                          unsigned long long* zero_flag)
+__global__ void __maxnreg__(BMSPARSE_ROWSCALAR_REGISTERS)
+bmsparse_rowscalar_product(RS_ARGS, const long long* __restrict__ scan, long long,
+                           u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
+                           long long* __restrict__ c_offsets, long long* __restrict__ c_ptr,
+                           long long*, long long*, long long*,
+                           const long long* __restrict__ a_offsets,
+                           const T* __restrict__ a_values, const T* __restrict__ b_values,
+                           long long capacity, T* __restrict__ c_values,
+                           unsigned long long* __restrict__ zero_values,
+                           unsigned long long* zero_flag)
 {
-    // dynamic shared memory: each warp's 32 terms and 32 entry values, the
-    // unit's values (capacity), then per block column its C bitmap and the
-    // value offset of its block in the unit (written for the unit's blocks only)
-    T* terms = (T*)rd_shared + (threadIdx.x & ~31u);
-    T* entry_values = (T*)rd_shared + BMSPARSE_ROWDENSE_THREADS + (threadIdx.x & ~31u);
-    T* held = (T*)rd_shared + 2 * BMSPARSE_ROWDENSE_THREADS;
-    u64* col_bitmap = (u64*)(held + capacity);
-    int* col_at = (int*)(col_bitmap + span);
-    __shared__ long long unit_blocks[2];
-    __shared__ int row_parts[9];  // exclusive scan of the rows' parts, then the total
-    const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
+    __shared__ rs_window w;
+    // raw bytes: a T with constructors (complex) cannot be a __shared__ array
+    __shared__ __align__(16) unsigned char entry_bytes[RS_THREADS * sizeof(T)];
+    T* entry_value = reinterpret_cast<T*>(entry_bytes);
+    __shared__ int slot_key[RS_SLOTS];
+    __shared__ int slot_first[2][RS_SLOTS];  // by round parity: the lowest pending thread
+    // dynamic shared memory: the accumulator (then C's bitmap of each block
+    // column), the value offset in the unit of each column's block (written
+    // for the unit's blocks only), the unit's values (capacity, 16-byte aligned)
+    u64* acc = rd_shared;
+    int* col_at = (int*)(acc + span);
+    T* held = (T*)((unsigned char*)rd_shared + ((12 * span + 15) & ~15ll));
+    const int x = (int)threadIdx.x;
+    const long long n = nbrows;
     unsigned long long zeros = 0;
-    for (long long u = blockIdx.x; u < nbrows; u += gridDim.x) {
-        if (threadIdx.x < 2) unit_blocks[threadIdx.x] =
-            lower_bound(c_keys, c_nblocks, make_key((u64)u + threadIdx.x, 0));
-        __syncthreads();
-        const long long q0 = unit_blocks[0], q1 = unit_blocks[1];
-        const long long v0 = c_offsets[q0], nv = c_offsets[q1] - v0;
-        for (long long q = q0 + threadIdx.x; q < q1; q += BMSPARSE_ROWDENSE_THREADS) {
-            const unsigned int c = block_col(c_keys[q]);
-            col_bitmap[c] = c_bitmaps[q];
-            col_at[c] = (int)(c_offsets[q] - v0);
-        }
-        T* acc = nv <= capacity ? held : c_values + v0;
-        for (long long v = threadIdx.x; v < nv; v += BMSPARSE_ROWDENSE_THREADS)
-            acc[v] = S::template identity<T>();
-        const long long a1 = a_ptr[u + 1];
-        rs_row_parts(a_ptr[u], a1, a_bitmaps, a_keys, b_indptr, row_parts);
-        for (int item = warp; item < row_parts[8]; item += BMSPARSE_ROWDENSE_THREADS / 32) {
-            // item: part `part` of `parts` of row r, its block columns [c_lo, c_hi)
-            int r = 0;
-            while (row_parts[r + 1] <= item) ++r;
-            const int part = item - row_parts[r], parts = row_parts[r + 1] - row_parts[r];
-            const int k_lo = (int)(8 * (span * part / parts));
-            const int k_hi = (int)(8 * (span * (part + 1) / parts));
-            for (long long base = a_ptr[u]; base < a1; base += 32) {
-                // the row's entries among 32 A blocks, one lane's each
-                const long long a = base + lane;
-                const u64 a_bm = a < a1 ? a_bitmaps[a] : 0ull;
-                const unsigned int row = row_bits(a_bm, r);
-                const int entry_end = rs_warp_scan(__popc(row));
-                const int entries = __shfl_sync(RS_FULL, entry_end, 31);
-                for (int e0 = 0; e0 < entries; e0 += 32) {
-                    // entry e0 + lane: its A value and B row
-                    int start;
-                    const int owner = rs_owner(entry_end, e0 + lane, start);
-                    const unsigned int owner_row = __shfl_sync(RS_FULL, row, owner);
-                    const u64 owner_bm = __shfl_sync(RS_FULL, a_bm, owner);
-                    int p0 = 0, length = 0;
-                    if (e0 + lane < entries) {
-                        const int t = nth_set_bit((u64)owner_row, e0 + lane - start);
-                        const long long oa = base + owner;
-                        const long long j = ((long long)block_col(a_keys[oa]) << 3) + t;
-                        p0 = b_indptr[j];
-                        length = b_indptr[j + 1] - p0;
-                        if (parts > 1) {  // the part's columns of B's row j
-                            const int skip = rs_lower_bound(b_indices + p0, length, k_lo);
-                            p0 += skip;
-                            length = rs_lower_bound(b_indices + p0, length - skip, k_hi);
+    for (long long c = x; c < span; c += RS_THREADS) acc[c] = 0;
+    rs_close(n, scan, c_offsets, c_ptr);
+    __syncthreads();
+    for (long long u = blockIdx.x; u < n; u += gridDim.x) {
+        RS_ACCUMULATE(acc, u);
+        rs_write_blocks<false>(acc, col_at, span, n, u, scan, c_keys, c_bitmaps, c_offsets,
+                               c_ptr);
+        const u64* col_bitmap = acc;
+        const long long v0 = scan[n + u] - scan[n], nv = scan[n + u + 1] - scan[n + u];
+        T* sums = nv <= capacity ? held : c_values + v0;
+        for (long long v = x; v < nv; v += RS_THREADS) sums[v] = S::template identity<T>();
+        // (the windows' first scan is a barrier: the maps and acc are ready)
+        rs_for_windows(a_ptr[u], a_ptr[u + 1], a_keys, a_bitmaps, b_indptr, w,
+                       [&](int slot, long long a, u64 bm, int bit) {
+            if constexpr (S::reads_values)
+                entry_value[slot] = a_values[a_offsets[a] + value_index(bm, bit)];
+        }, [&](int nentries, int nterms) {
+            // each batch loads the next one's terms before its barriers,
+            // which the loads then overlap
+            int k_next = 0, e_next = 0;
+            T b_next = S::template identity<T>();
+            auto load = [&](int t) {
+                if (t < nterms) {
+                    const int p = rs_term(w, nentries, t, e_next);
+                    k_next = b_indices[p];
+                    if constexpr (S::reads_values) b_next = b_values[p];
+                }
+            };
+            load(x);
+            for (int t0 = 0; t0 < nterms; t0 += RS_THREADS) {
+                const bool live = t0 + x < nterms;
+                const int k = k_next, e = e_next;
+                const T b_value = b_next;
+                load(t0 + RS_THREADS + x);
+                int at = 0;
+                T term = S::template identity<T>();
+                if (live) {
+                    at = col_at[k >> 3] + value_index(col_bitmap[k >> 3], bit_of(w.row[e], k & 7));
+                    if constexpr (S::reads_values)
+                        term = S::mul(entry_value[e], b_value);
+                    else
+                        term = S::mul(T(1), T(1));
+                }
+                slot_key[x] = slot_key[x + RS_THREADS] = -1;
+                slot_first[0][x] = slot_first[0][x + RS_THREADS] = RS_NONE;
+                slot_first[1][x] = slot_first[1][x + RS_THREADS] = RS_NONE;
+                __syncthreads();
+                const int s = live ? rs_slot(slot_key, at) : 0;
+                bool pending = live;
+                if (pending) atomicMin(&slot_first[0][s], x);
+                for (int parity = 0;; parity ^= 1) {
+                    __syncthreads();  // the round's minima are in
+                    if (pending) {
+                        if (slot_first[parity][s] == x) {
+                            sums[at] = S::add(sums[at], term);
+                            pending = false;
+                        } else {
+                            slot_first[parity ^ 1][s] = RS_NONE;  // the next round's
                         }
-                        if constexpr (S::reads_values)
-                            entry_values[lane] = a_values[a_offsets[oa] + value_index(owner_bm,
-                                                                                     bit_of(r, t))];
                     }
-                    __syncwarp();
-                    const int term_end = rs_warp_scan(length);
-                    const int nterms = __shfl_sync(RS_FULL, term_end, 31);
-                    for (int f0 = 0; f0 < nterms; f0 += 32) {
-                        // term f0 + lane
-                        int first;
-                        const int e = rs_owner(term_end, f0 + lane, first);
-                        const int p = __shfl_sync(RS_FULL, p0, e) + (f0 + lane - first);
-                        const bool live = f0 + lane < nterms;
-                        int at = -1;
-                        if (live) {
-                            const int k = b_indices[p];
-                            at = col_at[k >> 3] + value_index(col_bitmap[k >> 3], bit_of(r, k & 7));
-                            if constexpr (S::reads_values)
-                                terms[lane] = S::mul(entry_values[e], b_values[p]);
-                            else
-                                terms[lane] = S::mul(T(1), T(1));
-                        }
-                        const unsigned int peers = __match_any_sync(RS_FULL, at);
-                        __syncwarp();
-                        if (live && __ffs(peers) - 1 == lane) {
-                            T x = acc[at];
-                            for (unsigned int m = peers; m; m &= m - 1u)
-                                x = S::add(x, terms[__ffs(m) - 1]);
-                            acc[at] = x;
-                        }
-                        __syncwarp();  // the next terms come after these adds
-                    }
+                    // most batches meet no value twice: done after one round
+                    if (!__syncthreads_or(pending)) break;
+                    if (pending) atomicMin(&slot_first[parity ^ 1][s], x);
                 }
             }
+        });
+        for (long long v = x; v < nv; v += RS_THREADS) {
+            const T value = sums[v];
+            zeros += is_zero(value);
+            if (sums == held) c_values[v0 + v] = value;
         }
+        __syncthreads();  // the maps are read no more
+        for (long long c = x; c < span; c += RS_THREADS) acc[c] = 0;
         __syncthreads();
-        for (long long v = threadIdx.x; v < nv; v += BMSPARSE_ROWDENSE_THREADS) {
-            const T x = acc[v];
-            zeros += is_zero(x);
-            if (acc == held) c_values[v0 + v] = x;
-        }
-        __syncthreads();  // the maps and unit_blocks are the next unit's
     }
     if (zeros) {
         atomicAdd(zero_values, zeros);

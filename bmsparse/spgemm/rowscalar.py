@@ -6,16 +6,17 @@ or two entries per block most pairs give nothing: ca-CondMat squared meets
 13.6 M pairs for 4.1 M multiplies, and each output value's thread in the
 multiply walks all of its block's pairs. Here the steps are the multiplies,
 as in Gustavson's algorithm: B is read in CSR form (:func:`rows`, two
-launches, no sync), and a thread block per block row of A (``rowscalar.cu``)
+launches, no sync), and a thread block per block row of A (``rowscalar.cu``),
+its terms spread over all of its threads,
 
 1. counts: every entry A(r, j) meets B's row j, each term ORing its bit into
    a dense accumulator of the row's output blocks (as :mod:`.rowdense`);
-2. places: the same accumulation, then C's keys, bitmaps and value offsets
-   (after one scan and one sync, :func:`rowmerge.two_passes`);
-3. multiplies: a warp per row of C walks the row's A entries in ascending
-   inner index and adds the terms into C's values in place, so each value is
-   summed in the order of :mod:`.multiply`: C is bit for bit the other
-   paths'.
+2. after one scan and one sync (:func:`rowmerge.two_passes`), in one launch:
+   the same accumulation, C's keys, bitmaps and value offsets, then C's
+   values, the terms added in ascending inner index, so each value is summed
+   in the order of :mod:`.multiply`: C is bit for bit the other paths'
+   (:func:`product`). A structural product writes the blocks alone
+   (:func:`accumulate`).
 
 No pair of blocks is listed, compared or stored. :func:`chooses` says when
 ``spgemm`` takes it.
@@ -39,34 +40,35 @@ from .rowmerge import Merged
 
 _KERNELS = "spgemm/rowscalar.cu"
 _kernels.register(_KERNELS, {"bmsparse_rowscalar_count": (), "bmsparse_rowscalar_blocks": (),
-                             "bmsparse_rowscalar_values": ("T", "S")})
+                             "bmsparse_rowscalar_product": ("T", "S")})
 
-#: threads per thread block: one warp per row of a block row
-THREADS = rowdense.THREADS
+#: threads per thread block (``BMSPARSE_ROWSCALAR_THREADS`` of the kernels)
+THREADS = 512
 
 #: this path is chosen when both operands have at most this many entries per
 #: block on average (see :func:`chooses`). Measured on an H100 against the
-#: other paths (benchmarks/NOTES.md, session 15), at float64: ca-CondMat (1.04
-#: entries per block) 0.99 ms against 1.14 by the dense path, musae_git
-#: (1.07) 8.3 against 8.6 by the task list; from 1.4 entries per block it
-#: lost: wiki-Vote (1.43) 1.8 ms against 1.0, p2p-Gnutella31 (1.41) 0.87
-#: against 0.56, squirrel (1.87) 3.0 against 2.5, email-Enron (1.98) 11.8
-#: against 5.0
-MAX_ENTRIES_PER_BLOCK = 1.1
+#: other paths (benchmarks/NOTES.md, session 23), float64, ms: musae_git
+#: (1.07 entries per block) 3.9 against 8.6 by the task list, email-Enron
+#: (1.98) 4.3 against 4.8 by the dense path, squirrel (1.87) 2.1 against 2.2
+MAX_ENTRIES_PER_BLOCK = 2.0
 
-#: and when no block row of A holds more than this many blocks: a hub row's
-#: terms are cut among the warps of one thread block, the unit its whole
-#: block row (musae_git, rows of 3,667 blocks: 8.9 ms against 8.5 by the
-#: task list)
-MAX_ROW_BLOCKS = rowdense.MAX_ROW_BLOCKS
+#: and when a block row's expected terms (see :func:`chooses`) are at least
+#: this fraction of B's block columns: each block row also costs passes over
+#: B's block columns (the accumulator), so a wide, sparse product is left to
+#: the pair paths. p2p-Gnutella31 (45 expected terms, 69 in fact, against
+#: 7,824 columns): 1.3 ms against 0.44 by the dense path; musae_git (470
+#: expected, 7,500 in fact: a power-law graph meets far more than the even
+#: spread, against 4,713 columns): 3.5 ms against 8.3 by the task list
+MIN_TERMS_PER_COLUMN = 1 / 32
 
 #: and when B has at most this many block columns: one unit per block row,
 #: with an accumulator of 8 bytes per column in shared memory
 MAX_COLUMNS = rowdense.SPAN
 
-#: bytes of shared memory the multiply may hold a block row's values in
+#: bytes of shared memory the product may hold a block row's values in
 #: (a block row with more sums them in place in global memory)
-MAX_HELD_BYTES = 32 << 10
+MAX_HELD_BYTES = 16 << 10
+
 
 def chooses(a: Any, b: Any) -> bool:
     """True when ``a @ b`` (no mask) runs on this path.
@@ -75,15 +77,19 @@ def chooses(a: Any, b: Any) -> bool:
     entries per block, B has at most ``MAX_COLUMNS`` block columns and a CSR
     form indexed with int32 (``BitmapMatrix.tocsr``'s choice: the kernels
     read int32), the per-block-row arrays fit
-    (:func:`rowmerge.per_row_arrays_fit`) and no block row of A is longer
-    than ``MAX_ROW_BLOCKS`` (the first call on a matrix reads its longest
-    row, one sync; it is kept with it).
+    (:func:`rowmerge.per_row_arrays_fit`), and the terms a block row of A
+    is expected to meet (``nnz(A) nnz(B) / (k m / 8)``, as if entries were
+    spread evenly; power-law graphs meet more) are at least
+    ``MIN_TERMS_PER_COLUMN`` of B's block columns. No sync.
     """
-    return (nblocks_along(b.shape[1]) <= MAX_COLUMNS
+    span = nblocks_along(b.shape[1])
+    terms = a.nnz * (b.nnz / max(b.shape[0], 1)) / max(nblocks_along(a.shape[0]), 1)
+    return (span <= MAX_COLUMNS
             and get_index_dtype(max(b.nnz, b.shape[1])) == np.int32
             and a.nnz <= MAX_ENTRIES_PER_BLOCK * a.nblocks
             and b.nnz <= MAX_ENTRIES_PER_BLOCK * b.nblocks
-            and rowmerge.per_row_arrays_fit(a, b) and a._longest_row() <= MAX_ROW_BLOCKS)
+            and terms >= MIN_TERMS_PER_COLUMN * span
+            and rowmerge.per_row_arrays_fit(a, b))
 
 
 def rows(b: Any, values: bool = True) -> tuple[Any, Any, Any]:
@@ -120,65 +126,97 @@ def accumulate(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
     """
     if get_array_module(a.keys, b_rows[0]) is np:
         return _accumulate_numpy(a, b_rows, ncols, check)
-    span = max(nblocks_along(ncols), 1)
-    nbrows = nblocks_along(a.shape[0])
-    shared = 8 * span
-
-    def launch(stage: str, args: tuple[Any, ...]) -> None:
-        _launch(f"bmsparse_rowscalar_{stage}", nbrows, shared, args)
-
-    return rowmerge.two_passes(a, b_rows[:2], 1, span, False, check, launch)
+    merged, blocks = _count(a, b_rows, ncols, check)
+    blocks("bmsparse_rowscalar_blocks", 8 * _span(ncols))
+    return merged
 
 
-def multiply(a: Any, b_rows: tuple[Any, Any, Any], ncols: int, merged: Merged,
-             semiring: Semiring, dtype: np.dtype,
-             zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any]:
-    """Values of C's blocks (``merged``, from :func:`accumulate`).
+def product(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
+            check: Any = None) -> tuple[Merged, Callable[..., tuple[Any, Any]]]:
+    """C's blocks, and the function that computes them with their values.
 
     Parameters
     ----------
     a : BitmapMatrix
-        (m, k), values of ``dtype`` when the semiring reads them.
+        (m, k).
     b_rows : (indptr, indices, data)
-        B in CSR form, data of ``dtype`` when the semiring reads values.
+        B (k, n) in CSR form (:func:`rows`).
     ncols : int
-        B's columns.
-    merged : Merged
-        C's blocks.
-    semiring : Semiring
-        Not a structural one.
-    dtype : dtype
-        C's.
-    zero_flag : _readback.HostFlag, optional
-        As :func:`multiply.multiply`'s.
+        n.
+    check : callable, optional
+        As :func:`accumulate`'s.
 
     Returns
     -------
-    c_values : dtype [nnz]
-    zero_values : uint64 [1]
-        How many values are exactly zero.
+    merged : Merged
+        C's blocks, as :func:`accumulate` gives them; on the GPU their arrays
+        are written by ``values``: only their sizes may be read before.
+    values : callable
+        ``values(semiring, dtype, zero_flag=None)`` returns C's values
+        (``dtype`` [nnz]) and how many are exactly zero (uint64 [1]). The
+        semiring is not a structural one; A's values and B's data are of
+        ``dtype`` when it reads values; ``zero_flag`` as
+        :func:`multiply.multiply`'s. Call it once.
 
     Notes
     -----
-    On the GPU: one launch, no sync.
+    On the GPU: the count and scan launches and one sync, then ``values`` is
+    one launch: the accumulation again, C's blocks, and their values with the
+    accumulator as the map of each block row's output (no sync).
     """
     if get_array_module(a.keys, b_rows[0]) is np:
-        return _multiply_numpy(a, b_rows, merged, semiring, dtype)
-    dtype = np.dtype(dtype)
+        merged = _accumulate_numpy(a, b_rows, ncols, check)
+
+        def host_values(semiring: Semiring, dtype: np.dtype,
+                        zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any]:
+            return _multiply_numpy(a, b_rows, merged, semiring, np.dtype(dtype))
+
+        return merged, host_values
+    merged, blocks = _count(a, b_rows, ncols, check)
+
+    def values(semiring: Semiring, dtype: np.dtype,
+               zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any]:
+        dtype = np.dtype(dtype)
+        c_values, zero_values = _multiply.value_arrays(merged.nnz, dtype)
+        null = np.uint64(0)
+        a_values, b_values = (a.values, b_rows[2]) if semiring.reads_values else (null, null)
+        capacity = held_values(merged.nnz, nblocks_along(a.shape[0]), dtype)
+        span = _span(ncols)
+        blocks("bmsparse_rowscalar_product", ((12 * span + 15) & ~15) + capacity * dtype.itemsize,
+               (a.offsets, a_values, b_values, np.int64(capacity), c_values, zero_values,
+                np.uint64(0 if zero_flag is None else zero_flag.ptr)),
+               T=dtype, S=semiring.functor)
+        return c_values, zero_values
+
+    return merged, values
+
+
+def _span(ncols: int) -> int:
+    """Block columns of B: the units' width."""
+    return max(nblocks_along(ncols), 1)
+
+
+def _count(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
+           check: Any) -> tuple[Merged, Callable[..., None]]:
+    """The count pass, its scan and C's arrays (:func:`rowmerge.two_passes`),
+    and ``blocks(kernel, shared, more_args=(), **types)``, which launches the
+    blocks pass by that kernel, with the blocks arguments and ``more_args``."""
+    span = _span(ncols)
     nbrows = nblocks_along(a.shape[0])
-    span = max(nblocks_along(ncols), 1)
-    c_values, zero_values = _multiply.value_arrays(merged.nnz, dtype)
-    null = np.uint64(0)
-    a_values, b_values = (a.values, b_rows[2]) if semiring.reads_values else (null, null)
-    capacity = held_values(merged.nnz, nbrows, dtype)
-    shared = (2 * THREADS + capacity) * dtype.itemsize + 12 * span
-    _launch("bmsparse_rowscalar_values", nbrows, shared, (
-        a.keys, a.bitmaps, a._row_pointer(), np.int64(nbrows), np.int64(1), np.int64(span),
-        b_rows[0], b_rows[1], a.offsets, a_values, b_values, merged.c_keys, merged.c_bitmaps,
-        merged.c_offsets, np.int64(merged.c_keys.shape[0]), np.int64(capacity), c_values,
-        zero_values, np.uint64(0 if zero_flag is None else zero_flag.ptr)),
-        T=dtype, S=semiring.functor)
-    return c_values, zero_values
+    deferred: list[tuple[Any, ...]] = []
+
+    def launch(stage: str, args: tuple[Any, ...]) -> None:
+        if stage == "count":
+            _launch("bmsparse_rowscalar_count", nbrows, 8 * span, args)
+        else:
+            deferred.append(args)
+
+    merged = rowmerge.two_passes(a, b_rows[:2], 1, span, False, check, launch)
+
+    def blocks(kernel: str, shared: int, more_args: tuple[Any, ...] = (), **types: Any) -> None:
+        _launch(kernel, nbrows, shared, (*deferred[0], *more_args), **types)
+
+    return merged, blocks
 
 
 def held_values(nnz: int, nbrows: int, dtype: np.dtype) -> int:
@@ -197,18 +235,15 @@ def _launch(name: str, nunits: int, shared: int, args: tuple[Any, ...], **types:
                     cast=False)
 
 
-def find(a: Any, b: Any, reads_values: bool,
+def find(a: Any, b: Any, reads_values: bool, structural: bool,
          check: Any) -> tuple[Merged, Callable[..., tuple[Any, Any]]]:
     """C's blocks and the function that computes their values: ``spgemm``'s
-    way into this path (``values(semiring, dtype, zero_flag)``)."""
+    way into this path (``values(semiring, dtype, zero_flag)``; for a
+    structural semiring the blocks are written here and it is not called)."""
     b_rows = rows(b, reads_values)
-    merged = accumulate(a, b_rows, b.shape[1], check)
-
-    def values(semiring: Semiring, dtype: np.dtype,
-               zero_flag: _readback.HostFlag | None) -> tuple[Any, Any]:
-        return multiply(a, b_rows, b.shape[1], merged, semiring, dtype, zero_flag)
-
-    return merged, values
+    if structural:
+        return accumulate(a, b_rows, b.shape[1], check), None
+    return product(a, b_rows, b.shape[1], check)
 
 
 # --- the NumPy twins -------------------------------------------------------

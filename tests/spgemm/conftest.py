@@ -19,6 +19,7 @@ def spgemm_path(request, monkeypatch):
     product builds a task list. The host always does the latter."""
     monkeypatch.setattr(rowscalar, "MAX_ENTRIES_PER_BLOCK",
                         float("inf") if request.param == "scalar" else -1)
+    monkeypatch.setattr(rowscalar, "MIN_TERMS_PER_COLUMN", 0)
     if request.param != "lean":
         monkeypatch.setattr(lean, "MAX_BLOCKS", -1)
     if request.param not in ("lean", "scalar", "dense"):

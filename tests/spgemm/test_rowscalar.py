@@ -32,11 +32,17 @@ def graph(n: int, seed: int, hubs: int = 3, degree: float = 4.0) -> sp.csr_array
 
 def by_rows(a: BitmapMatrix, b: BitmapMatrix, semiring: str = "plus_times",
             dtype=np.float64) -> tuple[rowmerge.Merged, np.ndarray, np.ndarray]:
-    """C's blocks and values by this path's stages (GPU or twins)."""
+    """C's blocks and values by this path's product (GPU or twins); C's
+    blocks by its accumulation alone (the structural products') are checked
+    to be the same."""
     sr = get_semiring(semiring)
     b_rows = rowscalar.rows(b, sr.reads_values)
-    merged = rowscalar.accumulate(a, b_rows, b.shape[1])
-    values, zeros = rowscalar.multiply(a, b_rows, b.shape[1], merged, sr, np.dtype(dtype))
+    merged, compute = rowscalar.product(a, b_rows, b.shape[1])
+    values, zeros = compute(sr, np.dtype(dtype))
+    alone = rowscalar.accumulate(a, b_rows, b.shape[1])
+    for field in ("c_keys", "c_bitmaps", "c_offsets", "c_ptr"):
+        np.testing.assert_array_equal(host(getattr(alone, field)), host(getattr(merged, field)))
+    assert alone.nnz == merged.nnz
     return merged, values, zeros
 
 
@@ -100,6 +106,7 @@ def gpu_path(monkeypatch):
     """This path for every product whose B fits it, and not the lean one."""
     monkeypatch.setattr(lean, "MAX_BLOCKS", -1)
     monkeypatch.setattr(rowscalar, "MAX_ENTRIES_PER_BLOCK", float("inf"))
+    monkeypatch.setattr(rowscalar, "MIN_TERMS_PER_COLUMN", 0)
 
 
 @pytest.mark.gpu

@@ -126,7 +126,7 @@ def accumulate(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
     """
     if get_array_module(a.keys, b_rows[0]) is np:
         return _accumulate_numpy(a, b_rows, ncols, check)
-    merged, blocks = _count(a, b_rows, ncols, check)
+    merged, blocks, _ = _count(a, b_rows, ncols, check)
     blocks("bmsparse_rowscalar_blocks", 8 * _span(ncols))
     return merged
 
@@ -172,11 +172,18 @@ def product(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
             return _multiply_numpy(a, b_rows, merged, semiring, np.dtype(dtype))
 
         return merged, host_values
-    merged, blocks = _count(a, b_rows, ncols, check)
+    merged, blocks, scan = _count(a, b_rows, ncols, check)
 
     def values(semiring: Semiring, dtype: np.dtype,
                zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any]:
+        import cupy
+
         dtype = np.dtype(dtype)
+        n = nblocks_along(a.shape[0])
+        # the block rows by terms, most first (the count put each one's in
+        # the pairs' place), taken in turn by the thread blocks as they free
+        order = cupy.argsort(scan[2 * n:3 * n] - scan[2 * n + 1:3 * n + 1])
+        taken = cupy.zeros(1, dtype=cupy.uint64)
         c_values, zero_values = _multiply.value_arrays(merged.nnz, dtype)
         null = np.uint64(0)
         a_values, b_values = (a.values, b_rows[2]) if semiring.reads_values else (null, null)
@@ -184,11 +191,16 @@ def product(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
         span = _span(ncols)
         blocks("bmsparse_rowscalar_product", ((12 * span + 15) & ~15) + capacity * dtype.itemsize,
                (a.offsets, a_values, b_values, np.int64(capacity), c_values, zero_values,
-                np.uint64(0 if zero_flag is None else zero_flag.ptr)),
+                np.uint64(0 if zero_flag is None else zero_flag.ptr), order, taken),
                T=dtype, S=semiring.functor)
         return c_values, zero_values
 
     return merged, values
+
+
+#: where the blocks pass's arguments (``rowmerge.two_passes``) hold the scan:
+#: after the count's eight (A's three arrays, three sizes, B's two arrays)
+_SCAN_ARG = 8
 
 
 def _span(ncols: int) -> int:
@@ -197,10 +209,12 @@ def _span(ncols: int) -> int:
 
 
 def _count(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
-           check: Any) -> tuple[Merged, Callable[..., None]]:
-    """The count pass, its scan and C's arrays (:func:`rowmerge.two_passes`),
-    and ``blocks(kernel, shared, more_args=(), **types)``, which launches the
-    blocks pass by that kernel, with the blocks arguments and ``more_args``."""
+           check: Any) -> tuple[Merged, Callable[..., None], Any]:
+    """The count pass, its scan and C's arrays (:func:`rowmerge.two_passes`);
+    ``blocks(kernel, shared, more_args=(), **types)``, which launches the
+    blocks pass by that kernel, with the blocks arguments and ``more_args``;
+    and the scan (int64 [3 m / 8 + 1]: blocks, values and terms of the
+    block rows)."""
     span = _span(ncols)
     nbrows = nblocks_along(a.shape[0])
     deferred: list[tuple[Any, ...]] = []
@@ -216,7 +230,7 @@ def _count(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
     def blocks(kernel: str, shared: int, more_args: tuple[Any, ...] = (), **types: Any) -> None:
         _launch(kernel, nbrows, shared, (*deferred[0], *more_args), **types)
 
-    return merged, blocks
+    return merged, blocks, deferred[0][_SCAN_ARG]
 
 
 def held_values(nnz: int, nbrows: int, dtype: np.dtype) -> int:

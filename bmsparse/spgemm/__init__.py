@@ -113,9 +113,10 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     row merge (:func:`rowmerge.chooses`); both sync twice (three times when
     zeros are dropped). Small products of the first kind run it in one
     launch and one sync (:mod:`.lean`; ``timings`` then counts it all as the
-    count stage); graphs of about one entry per block go by B's scalar rows
-    instead of pairs of blocks (:func:`rowscalar.chooses`; the count stage
-    then includes B's CSR form). The rest build a task list, which syncs 4
+    count stage); graphs of one or two entries per block go by B's scalar
+    rows instead of pairs of blocks (:func:`rowscalar.chooses`; the count
+    stage then includes B's CSR form, the multiply stage the blocks' second
+    pass). The rest build a task list, which syncs 4
     to 6 times to size intermediate arrays.
     """
     a, b = _operands(a, b)

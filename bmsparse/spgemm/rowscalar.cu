@@ -169,7 +169,7 @@ __device__ __forceinline__ void rs_for_windows(long long a0, long long a1,
 
 // the unit's accumulator filled with its terms, RS_UNROLL terms a thread
 // at a time (their loads in flight together); returns how many terms; ends
-// with a barrier
+// with a barrier if the unit has A blocks (else it has written nothing)
 #define RS_UNROLL 4
 __device__ __forceinline__ long long rs_accumulate(u64* acc, long long a0, long long a1,
                                               const u64* __restrict__ a_keys,

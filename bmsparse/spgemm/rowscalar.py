@@ -187,7 +187,7 @@ def product(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
         c_values, zero_values = _multiply.value_arrays(merged.nnz, dtype)
         null = np.uint64(0)
         a_values, b_values = (a.values, b_rows[2]) if semiring.reads_values else (null, null)
-        capacity = held_values(merged.nnz, nblocks_along(a.shape[0]), dtype)
+        capacity = held_values(merged.nnz, n, dtype)
         span = _span(ncols)
         blocks("bmsparse_rowscalar_product", ((12 * span + 15) & ~15) + capacity * dtype.itemsize,
                (a.offsets, a_values, b_values, np.int64(capacity), c_values, zero_values,
@@ -250,7 +250,7 @@ def _launch(name: str, nunits: int, shared: int, args: tuple[Any, ...], **types:
 
 
 def find(a: Any, b: Any, reads_values: bool, structural: bool,
-         check: Any) -> tuple[Merged, Callable[..., tuple[Any, Any]]]:
+         check: Any) -> tuple[Merged, Callable[..., tuple[Any, Any]] | None]:
     """C's blocks and the function that computes their values: ``spgemm``'s
     way into this path (``values(semiring, dtype, zero_flag)``; for a
     structural semiring the blocks are written here and it is not called)."""

@@ -99,6 +99,21 @@ def test_chooses_only_on_the_gpu_and_sparse_blocks():
     assert dense.nnz > rowscalar.MAX_ENTRIES_PER_BLOCK * dense.nblocks
 
 
+@pytest.mark.parametrize("degree,wanted", [(8.0, True), (0.5, False)])
+def test_chooses_by_the_terms_a_block_row_meets(degree, wanted, monkeypatch):
+    # the rule's arithmetic, the GPU-only condition lifted: a graph of
+    # `degree` entries a row meets about 8 degree^2 terms a block row, against
+    # n / 8 block columns of B; at degree 0.5 (p2p-Gnutella31-like) far fewer
+    # than 1/32 of them
+    monkeypatch.setattr(rowmerge, "per_row_arrays_fit", lambda a, b: True)
+    n = 4000
+    a = BitmapMatrix(graph(n, seed=7, hubs=0, degree=degree))
+    assert a.nnz <= rowscalar.MAX_ENTRIES_PER_BLOCK * a.nblocks
+    expected = a.nnz * (a.nnz / n) / (n / 8)
+    assert (expected >= rowscalar.MIN_TERMS_PER_COLUMN * n / 8) == wanted
+    assert rowscalar.chooses(a, a) == wanted
+
+
 # --- on the GPU -----------------------------------------------------------------
 
 

@@ -204,6 +204,15 @@ __device__ __forceinline__ void rd_clear_all(u64* acc, unsigned int* aux, long l
     const long long a0 = a_ptr[i], a1 = a_ptr[i + 1]
 
 
+// an accumulator word's block (0 or 1) and values in one word, so that one
+// sum or scan adds both: blocks in bits 0-23 (fewer than 2^24 in any sum
+// here: span < 2^16), values above them
+__device__ __forceinline__ long long rd_packed(u64 bm) {
+    return (bm != 0ull) | ((long long)__popcll(bm) << 24);
+}
+__device__ __forceinline__ long long rd_packed_blocks(long long p) { return p & 0xffffff; }
+__device__ __forceinline__ long long rd_packed_values(long long p) { return p >> 24; }
+
 // unit u's sizes from its closed accumulator (`sizes` as rowdense.cu: its
 // blocks, values and `pairs`); clears the accumulator
 template <bool TOUCHED>
@@ -211,17 +220,15 @@ __device__ __forceinline__ void rd_write_sizes(u64* acc, long long span, long lo
                                                long long u, long long pairs,
                                                long long* __restrict__ sizes)
 {
-    // blocks in bits 0-23 and values above them: one sum (span < 2^16)
     long long packed = 0;
     rd_each_column<TOUCHED>(rd_touched(span), span, [&](long long c) {
-        const u64 bm = acc[c];
-        packed += (bm != 0ull) | ((long long)__popcll(bm) << 24);
+        packed += rd_packed(acc[c]);
         acc[c] = 0;
     });
     packed = rd_block_sum(packed);  // its barriers also end the clearing
     if (threadIdx.x == 0) {
-        sizes[u] = packed & 0xffffff;
-        sizes[n + u] = packed >> 24;
+        sizes[u] = rd_packed_blocks(packed);
+        sizes[n + u] = rd_packed_values(packed);
         sizes[2 * n + u] = pairs;
     }
 }

@@ -240,7 +240,9 @@ __device__ __forceinline__ void rs_close(long long n, const long long* __restric
 // stores of a warp are adjacent (a thread per run of columns stored 32
 // scattered words per instruction: 0.64 ms of musae_git's 0.99). col_at,
 // when not null, gets each block's value offset in the unit; CLEAR clears
-// the accumulator as it is read. Ends with a barrier.
+// the accumulator as it is read. The stores follow the last tile's barriers:
+// a thread reads its own columns only, and what reads col_at waits on a
+// barrier of its own.
 template <bool CLEAR>
 __device__ __forceinline__ void rs_write_blocks(u64* acc, int* col_at, long long span,
                                                 long long n, long long u,
@@ -256,20 +258,19 @@ __device__ __forceinline__ void rs_write_blocks(u64* acc, int* col_at, long long
         const long long c = c0 + threadIdx.x;
         const u64 bm = c < span ? acc[c] : 0ull;
         if (CLEAR && bm) acc[c] = 0ull;
-        // blocks in bits 0-23 and values above them (a tile holds < 2^24)
         long long total;
-        const long long before = rd_block_scan((bm != 0ull) | ((long long)__popcll(bm) << 24),
-                                               total);
+        const long long before = rd_block_scan(rd_packed(bm), total);
         if (bm) {
-            const long long at = q + (before & 0xffffff), value = v + (before >> 24);
+            const long long at = q + rd_packed_blocks(before);
+            const long long value = v + rd_packed_values(before);
             c_keys[at] = make_key((u64)u, (u64)c);
             c_bitmaps[at] = bm;
             c_offsets[at] = value;
             c_ptr[at] = 0;
             if (col_at) col_at[c] = (int)(value - v0);
         }
-        q += total & 0xffffff;
-        v += total >> 24;
+        q += rd_packed_blocks(total);
+        v += rd_packed_values(total);
     }
 }
 

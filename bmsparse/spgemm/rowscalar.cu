@@ -24,7 +24,9 @@
 //   come again, a batch of RS_THREADS at a time, and are added into the
 //   unit's values (in shared memory when they fit) in ascending j (see the
 //   kernel), the order of multiply.cu and of scipy: C is bit for bit the one
-//   of the other paths.
+//   of the other paths. Its thread blocks take the units most terms first:
+// - bmsparse_rowscalar_order, between the count and the product: the units
+//   in bands of their terms (the count's `sizes`), in one thread block.
 //
 // Arguments (csr.h style):
 //   u64       a_keys[a_nblocks], a_bitmaps[a_nblocks] - blocks of A (canonical)
@@ -53,7 +55,13 @@
 // a_values, b_values, capacity, c_values, zero_values, zero_flag, and
 //   long long order[nbrows]           - the units, most terms first
 //   unsigned long long next[1]        - zero: the units taken so far
-// Launch: BMSPARSE_ROWSCALAR_THREADS (512) threads per thread block, any
+// The order kernel takes
+//   long long terms[nbrows]           - each unit's terms (sizes + 2 nbrows)
+//   long long nbrows
+//   long long order[nbrows + 1]       - out: the product's `order`, and 0 at
+//                                       order[nbrows] (its `next`)
+// Launch: BMSPARSE_ROWSCALAR_THREADS (512) threads per thread block (the
+// order kernel: one thread block, no dynamic shared memory), any
 // number of thread blocks (each loops over the units
 // u = blockIdx.x + s * gridDim.x, or in the product those it takes in
 // `order`); count and blocks with 8 * span bytes of
@@ -80,6 +88,7 @@
 #define BMSPARSE_ROWSCALAR_REGISTERS 64
 #endif
 #include "rowdense.cuh"
+#include "../_cuda/grid.cuh"
 #include "../_cuda/semiring.cuh"
 
 #define RS_THREADS BMSPARSE_ROWDENSE_THREADS
@@ -272,6 +281,41 @@ __device__ __forceinline__ void rs_write_blocks(u64* acc, int* col_at, long long
         q += rd_packed_blocks(total);
         v += rd_packed_values(total);
     }
+}
+
+// The units the product takes first: bands of terms, by the terms' bit
+// length and the two bits below the top one (the units of one band differ by
+// less than 1.25x; the terms below 4 are bands of their own), most terms
+// first. Which thread block sums a unit does not change its values, so the
+// order within a band is free.
+#define RS_BANDS 256
+static_assert(RS_BANDS <= RS_THREADS, "the bands are scanned a thread each");
+
+__device__ __forceinline__ int rs_band(long long terms)
+{
+    if (terms < 4) return RS_BANDS - 1 - (int)terms;
+    const int top = 63 - __clzll(terms);  // at least 2
+    return RS_BANDS - 1 - (4 * (top - 1) + (int)((terms >> (top - 2)) & 3));
+}
+
+extern "C" __global__ void __launch_bounds__(RS_THREADS)
+bmsparse_rowscalar_order(const long long* __restrict__ terms, long long n,
+                         long long* __restrict__ order)
+{
+    __shared__ unsigned long long at[RS_BANDS];
+    __shared__ u64 warp_sums[32];
+    const int x = (int)threadIdx.x;
+    for (int b = x; b < RS_BANDS; b += RS_THREADS) at[b] = 0;
+    __syncthreads();
+    for (long long u = x; u < n; u += RS_THREADS) atomicAdd(&at[rs_band(terms[u])], 1ull);
+    __syncthreads();
+    u64 total;
+    const u64 before = block_exclusive_scan(x < RS_BANDS ? at[x] : 0ull, warp_sums, &total);
+    if (x < RS_BANDS) at[x] = before;
+    __syncthreads();
+    for (long long u = x; u < n; u += RS_THREADS)
+        order[atomicAdd(&at[rs_band(terms[u])], 1ull)] = u;
+    if (x == 0) order[n] = 0;  // the product's count of units taken
 }
 
 extern "C" __global__ void __maxnreg__(BMSPARSE_ROWSCALAR_REGISTERS)

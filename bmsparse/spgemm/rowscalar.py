@@ -39,7 +39,8 @@ from . import rowdense, rowmerge
 from .rowmerge import Merged
 
 _KERNELS = "spgemm/rowscalar.cu"
-_kernels.register(_KERNELS, {"bmsparse_rowscalar_count": (), "bmsparse_rowscalar_blocks": (),
+_kernels.register(_KERNELS, {"bmsparse_rowscalar_count": (), "bmsparse_rowscalar_order": (),
+                             "bmsparse_rowscalar_blocks": (),
                              "bmsparse_rowscalar_product": ("T", "S")})
 
 #: threads per thread block (``BMSPARSE_ROWSCALAR_THREADS`` of the kernels)
@@ -126,7 +127,7 @@ def accumulate(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
     """
     if get_array_module(a.keys, b_rows[0]) is np:
         return _accumulate_numpy(a, b_rows, ncols, check)
-    merged, blocks, _ = _count(a, b_rows, ncols, check)
+    merged, blocks, _ = _count(a, b_rows, ncols, check, False)
     blocks("bmsparse_rowscalar_blocks", 8 * _span(ncols))
     return merged
 
@@ -160,9 +161,11 @@ def product(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
 
     Notes
     -----
-    On the GPU: the count and scan launches and one sync, then ``values`` is
-    one launch: the accumulation again, C's blocks, and their values with the
-    accumulator as the map of each block row's output (no sync).
+    On the GPU: the count, order and scan launches and one sync, then
+    ``values`` is one launch: the accumulation again, C's blocks, and their
+    values with the accumulator as the map of each block row's output (no
+    sync), the block rows taken by the free thread blocks most terms first
+    (:func:`order`).
     """
     if get_array_module(a.keys, b_rows[0]) is np:
         merged = _accumulate_numpy(a, b_rows, ncols, check)
@@ -172,18 +175,12 @@ def product(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
             return _multiply_numpy(a, b_rows, merged, semiring, np.dtype(dtype))
 
         return merged, host_values
-    merged, blocks, scan = _count(a, b_rows, ncols, check)
+    merged, blocks, units = _count(a, b_rows, ncols, check, True)
 
     def values(semiring: Semiring, dtype: np.dtype,
                zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any]:
-        import cupy
-
         dtype = np.dtype(dtype)
         n = nblocks_along(a.shape[0])
-        # the block rows by terms, most first (the count put each one's in
-        # the pairs' place), taken in turn by the thread blocks as they free
-        order = cupy.argsort(scan[2 * n:3 * n] - scan[2 * n + 1:3 * n + 1])
-        taken = cupy.zeros(1, dtype=cupy.uint64)
         c_values, zero_values = _multiply.value_arrays(merged.nnz, dtype)
         null = np.uint64(0)
         a_values, b_values = (a.values, b_rows[2]) if semiring.reads_values else (null, null)
@@ -191,16 +188,11 @@ def product(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
         span = _span(ncols)
         blocks("bmsparse_rowscalar_product", ((12 * span + 15) & ~15) + capacity * dtype.itemsize,
                (a.offsets, a_values, b_values, np.int64(capacity), c_values, zero_values,
-                np.uint64(0 if zero_flag is None else zero_flag.ptr), order, taken),
+                np.uint64(0 if zero_flag is None else zero_flag.ptr), units, units[n:]),
                T=dtype, S=semiring.functor)
         return c_values, zero_values
 
     return merged, values
-
-
-#: where the blocks pass's arguments (``rowmerge.two_passes``) hold the scan:
-#: after the count's eight (A's three arrays, three sizes, B's two arrays)
-_SCAN_ARG = 8
 
 
 def _span(ncols: int) -> int:
@@ -208,20 +200,24 @@ def _span(ncols: int) -> int:
     return max(nblocks_along(ncols), 1)
 
 
-def _count(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
-           check: Any) -> tuple[Merged, Callable[..., None], Any]:
+def _count(a: Any, b_rows: tuple[Any, Any, Any], ncols: int, check: Any,
+           ordered: bool) -> tuple[Merged, Callable[..., None], Any]:
     """The count pass, its scan and C's arrays (:func:`rowmerge.two_passes`);
     ``blocks(kernel, shared, more_args=(), **types)``, which launches the
     blocks pass by that kernel, with the blocks arguments and ``more_args``;
-    and the scan (int64 [3 m / 8 + 1]: blocks, values and terms of the
-    block rows)."""
+    and with ``ordered`` the block rows by terms (:func:`order`, launched
+    before the sync, so that it runs while the host waits), else None."""
     span = _span(ncols)
     nbrows = nblocks_along(a.shape[0])
     deferred: list[tuple[Any, ...]] = []
+    units: list[Any] = [None]
 
     def launch(stage: str, args: tuple[Any, ...]) -> None:
         if stage == "count":
             _launch("bmsparse_rowscalar_count", nbrows, 8 * span, args)
+            if ordered:
+                # the count's sizes are (blocks, values, terms) per block row
+                units[0] = order(args[-1][2 * nbrows:])
         else:
             deferred.append(args)
 
@@ -230,7 +226,53 @@ def _count(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,
     def blocks(kernel: str, shared: int, more_args: tuple[Any, ...] = (), **types: Any) -> None:
         _launch(kernel, nbrows, shared, (*deferred[0], *more_args), **types)
 
-    return merged, blocks, deferred[0][_SCAN_ARG]
+    return merged, blocks, units[0]
+
+
+def order(terms: Any) -> Any:
+    """The block rows in the order the product's thread blocks take them: most
+    terms first, by bands of terms (:func:`bands`), in any order within one
+    (a block row's values do not depend on which thread block sums them).
+
+    Parameters
+    ----------
+    terms : int64 [n]
+        Each block row's terms (the count's ``sizes[2 n:]``).
+
+    Returns
+    -------
+    int64 [n + 1]
+        A permutation of ``range(n)``, then 0 (the product's count of block
+        rows taken). On the host, the stable one (the twin).
+
+    Notes
+    -----
+    On the GPU: one launch of one thread block, no sync.
+    """
+    xp = get_array_module(terms)
+    n = terms.shape[0]
+    if xp is np:
+        return np.append(np.argsort(bands(terms), kind="stable"), 0)
+    units = xp.empty(n + 1, dtype=xp.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_rowscalar_order")
+    _kernels.launch(kernel, THREADS, (terms, np.int64(n), units), block=THREADS, cast=False)
+    return units
+
+
+def bands(terms: np.ndarray) -> np.ndarray:
+    """The band of each block row (``rs_band`` of rowscalar.cu): the bit
+    length of its terms and the two bits below the top one (the terms below
+    4 a band each), numbered from the most terms: int64 [n], lower first."""
+    terms = np.asarray(terms, dtype=np.int64)
+    top = np.searchsorted(np.left_shift(1, np.arange(63, dtype=np.int64)), terms,
+                          side="right") - 1
+    shift = np.maximum(top - 2, 0)
+    band = np.where(terms < 4, terms, 4 * (top - 1) + ((terms >> shift) & 3))
+    return _BANDS - 1 - band
+
+
+#: bands of ``order`` (``RS_BANDS`` of rowscalar.cu)
+_BANDS = 256
 
 
 def held_values(nnz: int, nbrows: int, dtype: np.dtype) -> int:

@@ -114,7 +114,50 @@ def test_chooses_by_the_terms_a_block_row_meets(degree, wanted, monkeypatch):
     assert rowscalar.chooses(a, a) == wanted
 
 
+def test_bands_follow_the_terms():
+    # every count below 4 a band of its own, then bands whose members differ
+    # by less than 1.25x, fewer terms never in an earlier band
+    terms = np.unique(np.concatenate([
+        np.arange(0, 5000), np.int64(1) << np.arange(2, 63),
+        (np.int64(1) << np.arange(3, 63)) - 1,
+        np.random.default_rng(0).integers(0, 1 << 62, 5000)]))
+    bands = rowscalar.bands(terms)
+    assert bands.min() >= 0 and bands.max() < 256
+    assert np.all(np.diff(bands) <= 0)
+    for band in np.unique(bands):
+        members = terms[bands == band]
+        if members[0] < 4:
+            assert members.shape[0] == 1
+        else:
+            assert members[-1] < 1.25 * members[0]
+
+
+def test_order_takes_the_most_terms_first():
+    terms = np.random.default_rng(1).integers(0, 3000, 999) ** 2
+    units = rowscalar.order(terms)
+    assert units[-1] == 0
+    np.testing.assert_array_equal(np.sort(units[:-1]), np.arange(999))
+    assert np.all(np.diff(rowscalar.bands(terms)[units[:-1]]) >= 0)
+    assert np.all(np.diff(terms[units[:-1]]) <= 0.25 * terms[units[:-1]][1:])
+
+
 # --- on the GPU -----------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [0, 1, 700, 40_000])
+def test_order_kernel_makes_the_twins_bands(n):
+    import cupy
+
+    rng = np.random.default_rng(n)
+    terms = np.concatenate([rng.integers(0, 1 << 40, n // 2), rng.integers(0, 9, n - n // 2)])
+    got = cupy.asnumpy(rowscalar.order(cupy.asarray(terms)))
+    want = rowscalar.order(terms)
+    assert got[-1] == 0
+    np.testing.assert_array_equal(np.sort(got[:-1]), np.arange(n))
+    # any order within a band: the same bands in the same places
+    bands = rowscalar.bands(terms)
+    np.testing.assert_array_equal(bands[got[:-1]], bands[want[:-1]])
 
 
 def gpu_path(monkeypatch):

@@ -178,12 +178,20 @@ bmsparse_lean_blocks(RD_ARGS, long long value_size, long long drop_zeros, long l
 // passes 4-5, after bmsparse_lean_blocks on the same `out`: a kernel of its
 // own, since the multiply wants many threads in flight (a thread per value
 // walks its block's pairs) and the passes above hold 80 registers a thread.
-// At 32 registers, 8 thread blocks per SM: the occupancy of multiply.cu,
-// which a grid of fewer threads than values needs (at 48 registers the
-// values of polblogs took 3 rounds of threads, and C 1.4x the dense path's
-// time; complex values spill a few words)
+// A small product's values are one or two waves of threads, so the kernel
+// takes as long as its longest thread's chain of loads: the multiply loads
+// each pair ahead (multiply.cuh, AHEAD), with the registers of
+// BMSPARSE_LEAN_VALUES_BLOCKS thread blocks per SM. At 8 per SM (32
+// registers, the grid then twice as large) without loading ahead, the
+// kernel took 1.0-1.7x as long on the corpus (benchmarks/NOTES.md, session 24)
+#ifndef BMSPARSE_LEAN_VALUES_BLOCKS
+#define BMSPARSE_LEAN_VALUES_BLOCKS 4
+#endif
+#ifndef BMSPARSE_LEAN_AHEAD
+#define BMSPARSE_LEAN_AHEAD true
+#endif
 template <typename T, typename S>
-__global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, 8)
+__global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, BMSPARSE_LEAN_VALUES_BLOCKS)
 bmsparse_lean_values(const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
                      const T* __restrict__ a_values, const u64* __restrict__ b_bitmaps,
                      const long long* __restrict__ b_offsets, const T* __restrict__ b_values,
@@ -206,10 +214,10 @@ bmsparse_lean_values(const u64* __restrict__ a_bitmaps, const long long* __restr
     // and a C within the workspace keep every index far below 2^31
     const int nthreads = gridDim.x * blockDim.x;
     for (int first = blockIdx.x * blockDim.x; first < l.v; first += nthreads)
-        multiply_value<T, S, int>(first + (int)threadIdx.x, a_bitmaps, a_offsets, a_values,
-                                  b_bitmaps, b_offsets, b_values, task_a, task_b, c_ptr, c_ptr,
-                                  1, c_bitmaps, c_offsets, l.c, task_b + l.p, l.v,
-                                  BitmapOrder<T>{c_values}, zeros, nullptr);
+        multiply_value<T, S, int, BitmapOrder<T>, BMSPARSE_LEAN_AHEAD>(
+            first + (int)threadIdx.x, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
+            b_values, task_a, task_b, c_ptr, c_ptr, 1, c_bitmaps, c_offsets, l.c, task_b + l.p,
+            l.v, BitmapOrder<T>{c_values}, zeros, nullptr);
     if (!drop_zeros) return;
     grid_barrier(work);
     if (__ldcg(zeros) == 0) return;

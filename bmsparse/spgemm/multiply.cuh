@@ -40,12 +40,53 @@ struct CsrOrder {
     }
 };
 
+// a block's value offset: loaded where it is needed (from its place in the
+// offsets), or already in hand
+template <typename I>
+__device__ __forceinline__ I offset_of(const long long* __restrict__ at) { return (I)*at; }
+template <typename I>
+__device__ __forceinline__ I offset_of(I offset) { return offset; }
+
+// the terms of one pair for value (r, c), added to acc in ascending inner
+// index: row r of A's block (bitmap a_bm, value offset a_off; `above` masks
+// the rows above r) against column c of B's block (b_bm, b_off); the offsets
+// are read only when the pair has terms
+template <typename T, typename S, typename I, typename Off>
+__device__ __forceinline__ void add_pair_terms(T& acc, int r, int c, u64 above, u64 a_bm,
+                                               Off a_off, const T* __restrict__ a_values,
+                                               u64 b_bm, Off b_off,
+                                               const T* __restrict__ b_values)
+{
+    const unsigned int a_row = row_bits(a_bm, r);
+    unsigned int terms = a_row & col_bits(b_bm, c);
+    if (!terms) return;
+    if constexpr (!S::reads_values) {
+        for (; terms; terms &= terms - 1u) acc = S::add(acc, T(1));
+        return;
+    }
+    // row r of A's block is a run of its values: entry (r, t) is the
+    // run's value number popc(a_row below t)
+    const I before = (I)__popcll(a_bm & above);
+    const T* a_val = a_values + (offset_of<I>(a_off) + before);
+    const T* b_val = b_values + offset_of<I>(b_off);
+    for (; terms; terms &= terms - 1u) {
+        const int t = __ffs(terms) - 1;
+        acc = S::add(acc, S::mul(a_val[__popc(a_row & ((1u << t) - 1u))],
+                                 b_val[value_index(b_bm, bit_of(t, c))]));
+    }
+}
+
 // I: the type of the kernel's index arithmetic, int where every index and
 // size fits in 31 bits (the host checks, see multiply.py's index_type), else
 // long long. The arrays stay 64-bit; with int every address is one
 // IMAD.WIDE instead of a 64-bit add pair, which was about a third of the
 // instructions (ncu, surrogate: 315 warp instructions per 32 values).
-template <typename T, typename S, typename I, typename Out>
+// AHEAD: each pair's blocks are loaded one pair ahead and its indices two,
+// so that a value's chain of loads is about one round trip per pair instead
+// of three: for launches whose longest thread is the kernel's time (lean.cu,
+// a small product in one wave of threads). It costs instructions and
+// registers, which a product of many waves pays for (multiply.cu: without).
+template <typename T, typename S, typename I, typename Out, bool AHEAD = false>
 __device__ __forceinline__ void multiply_value(
     I v, const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
     const T* __restrict__ a_values,
@@ -88,24 +129,36 @@ __device__ __forceinline__ void multiply_value(
     const u64 above = (1ull << (r << 3)) - 1ull;
     T acc = S::template identity<T>();
     const I p1 = (I)c_last[q + (I)last_shift];
-    for (I p = (I)c_first[q]; p < p1; ++p) {
-        const I ia = (I)task_a[p], ib = (I)task_b[p];
-        const u64 a_bm = a_bitmaps[ia], b_bm = b_bitmaps[ib];
-        const unsigned int a_row = row_bits(a_bm, r);
-        unsigned int terms = a_row & col_bits(b_bm, c);
-        if (!terms) continue;
-        if constexpr (!S::reads_values) {
-            for (; terms; terms &= terms - 1u) acc = S::add(acc, T(1));
-            continue;
+    I p = (I)c_first[q];
+    if constexpr (AHEAD) {
+        // in hand while pair p's terms are added: its blocks, and the
+        // indices of pair p + 1; loads past the last pair read pair p again
+        I ia = 0, ib = 0, ia_next = 0, ib_next = 0, a_off = 0, b_off = 0;
+        u64 a_bm = 0ull, b_bm = 0ull;
+        if (p < p1) {
+            ia = (I)task_a[p], ib = (I)task_b[p];
+            const I p_next = p + 1 < p1 ? p + 1 : p;
+            ia_next = (I)task_a[p_next], ib_next = (I)task_b[p_next];
+            a_bm = a_bitmaps[ia], b_bm = b_bitmaps[ib];
+            if constexpr (S::reads_values) a_off = (I)a_offsets[ia], b_off = (I)b_offsets[ib];
         }
-        // row r of A's block is a run of its values: entry (r, t) is the
-        // run's value number popc(a_row below t)
-        const T* a_val = a_values + ((I)a_offsets[ia] + (I)__popcll(a_bm & above));
-        const T* b_val = b_values + (I)b_offsets[ib];
-        for (; terms; terms &= terms - 1u) {
-            const int t = __ffs(terms) - 1;
-            acc = S::add(acc, S::mul(a_val[__popc(a_row & ((1u << t) - 1u))],
-                                     b_val[value_index(b_bm, bit_of(t, c))]));
+        for (; p < p1; ++p) {
+            const u64 a_bm_next = a_bitmaps[ia_next], b_bm_next = b_bitmaps[ib_next];
+            I a_off_next = 0, b_off_next = 0;
+            if constexpr (S::reads_values)
+                a_off_next = (I)a_offsets[ia_next], b_off_next = (I)b_offsets[ib_next];
+            const I p_after = p + 2 < p1 ? p + 2 : p;
+            const I ia_after = (I)task_a[p_after], ib_after = (I)task_b[p_after];
+            add_pair_terms<T, S, I>(acc, r, c, above, a_bm, a_off, a_values, b_bm, b_off,
+                                    b_values);
+            a_bm = a_bm_next, b_bm = b_bm_next, a_off = a_off_next, b_off = b_off_next;
+            ia_next = ia_after, ib_next = ib_after;
+        }
+    } else {
+        for (; p < p1; ++p) {
+            const I ia = (I)task_a[p], ib = (I)task_b[p];
+            add_pair_terms<T, S, I>(acc, r, c, above, a_bitmaps[ia], a_offsets + ia, a_values,
+                                    b_bitmaps[ib], b_offsets + ib, b_values);
         }
     }
     out.store(at, acc);

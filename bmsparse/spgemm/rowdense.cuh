@@ -42,7 +42,12 @@ __device__ __forceinline__ void rd_b_range(const u64* __restrict__ b_keys,
 
 // f(a, b, k, product) for every useful pair (A block a, B block b) of the
 // unit with A blocks [a_begin, a_end), k its column in the unit and product
-// its Boolean product: warps take A blocks, lanes the B blocks each meets
+// its Boolean product: warps take A blocks, lanes the B blocks each meets.
+// A warp's next 32 A blocks (a_begin + warp, then every RD_WARPS-th) are
+// read by its 32 lanes at once, bitmaps and B row ranges, and handed out by
+// shuffles: one round of loads per 32 A blocks, where a block at a time
+// waited for two per block (a power-law unit of hundreds of A blocks of one
+// or two entries is a chain of them: benchmarks/NOTES.md, session 24)
 template <typename F>
 __device__ __forceinline__ void rd_for_useful_pairs(
     long long a_begin, long long a_end, bool whole_row, unsigned long long k0,
@@ -51,14 +56,26 @@ __device__ __forceinline__ void rd_for_useful_pairs(
     const long long* __restrict__ b_ptr, F f)
 {
     const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
-    for (long long a = a_begin + warp; a < a_end; a += RD_WARPS) {
-        const u64 a_bm = a_bitmaps[a];
-        const unsigned int a_cols = nonempty_cols(a_bm);
-        long long lo, hi;
-        rd_b_range(b_keys, b_ptr, block_col(a_keys[a]), whole_row, k0, k1, lo, hi);
-        for (long long b = lo + lane; b < hi; b += 32) {
-            const u64 product = bool_product_by_columns(a_bm, a_cols, b_bitmaps[b]);
-            if (product) f(a, b, block_col(b_keys[b]) - (unsigned int)k0, product);
+    for (long long first = a_begin + warp; first < a_end; first += 32 * RD_WARPS) {
+        const long long mine = first + (long long)lane * RD_WARPS;
+        u64 my_bm = 0ull;
+        long long my_lo = 0, my_hi = 0;
+        if (mine < a_end) {
+            my_bm = a_bitmaps[mine];
+            rd_b_range(b_keys, b_ptr, block_col(a_keys[mine]), whole_row, k0, k1, my_lo, my_hi);
+        }
+        const int count = (int)min(32ll, (a_end - first + RD_WARPS - 1) / RD_WARPS);
+        for (int x = 0; x < count; ++x) {
+            const u64 a_bm = __shfl_sync(0xffffffffu, my_bm, x);
+            const long long lo = __shfl_sync(0xffffffffu, my_lo, x);
+            const long long hi = __shfl_sync(0xffffffffu, my_hi, x);
+            const unsigned int a_cols = nonempty_cols(a_bm);
+            for (long long b = lo + lane; b < hi; b += 32) {
+                const u64 product = bool_product_by_columns(a_bm, a_cols, b_bitmaps[b]);
+                if (product)
+                    f(first + (long long)x * RD_WARPS, b, block_col(b_keys[b]) - (unsigned int)k0,
+                      product);
+            }
         }
     }
 }

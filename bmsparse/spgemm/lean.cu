@@ -43,12 +43,15 @@
 //                                          the bytes `out` needs, C's blocks, its
 //                                          values, and the byte offset in `out` of
 //                                          the packed C
+//   long long mask_words                 - blocks only: 0, or the words per column
+//                                          of rowdense.cu's masked blocks kernel
+//                                          (its masks after the accumulator)
 // Packed C at offset o: keys[c] at o, bitmaps[c] at o + 8 c, offsets[c + 1]
 // at o + 16 c, values[v] at o + lean_values_at(c) (16-byte aligned, for
 // complex values): the layout of _kernels.alloc_blocks, so one copy moves it.
 // Launch: both cooperative, BMSPARSE_ROWDENSE_THREADS threads per thread
 // block, no more thread blocks than are resident; blocks: at most one per
-// unit, and 12 * span bytes of dynamic shared memory.
+// unit, and (12 + 4 * mask_words) * span bytes of dynamic shared memory.
 // Work: that of rowdense.cu and multiply.cu, plus O(c_nblocks + nnz) to
 // compact; two grid barriers in the first kernel, one or three in the second
 // when zeros are dropped.
@@ -147,7 +150,7 @@ __device__ __forceinline__ long long* lean_sizes(char* out, long long capacity, 
 // passes 1-3 (value_size: bytes of one value of C)
 extern "C" __global__ void __launch_bounds__(BMSPARSE_ROWDENSE_THREADS, RD_MIN_BLOCKS)
 bmsparse_lean_blocks(RD_ARGS, long long value_size, long long drop_zeros, long long capacity,
-                     char* out, u64* work, long long* report)
+                     char* out, u64* work, long long* report, long long mask_words)
 {
     __shared__ u64 warp_sums[32];
     const long long n = nbrows * parts;
@@ -169,10 +172,16 @@ bmsparse_lean_blocks(RD_ARGS, long long value_size, long long drop_zeros, long l
     if (l.need > capacity) return;  // every thread block alike
     u64* c_keys = (u64*)out;
     long long* c_ptr = (long long*)(out + l.packed);
-    rd_blocks_units<false>(a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps,
-                           b_ptr, scan, 1, c_keys, c_keys + l.c, (long long*)(c_keys + 2 * l.c),
-                           c_ptr, c_ptr + l.c + 1, c_ptr + l.c + 1 + l.p,
-                           c_ptr + l.c + 1 + 2 * l.p);
+    // pairs ranked by masks where they fit (rowdense.cu's masked blocks kernel)
+#define LEAN_BLOCKS_ARGS                                                                \
+    a_keys, a_bitmaps, a_ptr, nbrows, parts, span, b_keys, b_bitmaps, b_ptr, scan, 1,   \
+        c_keys, c_keys + l.c, (long long*)(c_keys + 2 * l.c), c_ptr, c_ptr + l.c + 1,   \
+        c_ptr + l.c + 1 + l.p, c_ptr + l.c + 1 + 2 * l.p, mask_words
+    if (mask_words)
+        rd_blocks_units<false, true>(LEAN_BLOCKS_ARGS);
+    else
+        rd_blocks_units<false, false>(LEAN_BLOCKS_ARGS);
+#undef LEAN_BLOCKS_ARGS
 }
 
 // passes 4-5, after bmsparse_lean_blocks on the same `out`: a kernel of its

@@ -85,7 +85,10 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
     Notes
     -----
     On the GPU: two launches, one sync and one device-to-device copy; four
-    launches and two syncs when the workspace first has to grow.
+    launches and two syncs when the workspace first has to grow, and one more
+    sync the first time A's longest row is asked (it is kept with A: the
+    blocks pass ranks pairs by masks of A's blocks where they fit, as
+    :func:`rowdense.mask_words` chooses).
     """
     shape = (a.shape[0], b.shape[1])
     if get_array_module(a.keys, b.keys) is np:
@@ -94,7 +97,9 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
 
     nbrows = nblocks_along(a.shape[0])
     span = rowdense.column_units(nblocks_along(b.shape[1]))[1]
-    shared = rowdense.shared_bytes(span)
+    # A's longest row: a sync the first time A is asked (it is kept with A)
+    masks = rowdense.mask_words(a, span)
+    shared = rowdense.shared_bytes(span, False, masks)
     blocks = _kernels.get_kernel(_KERNELS, "bmsparse_lean_blocks")
     values = _kernels.get_kernel(_KERNELS, "bmsparse_lean_values", T=dtype, S=semiring.functor)
     grids = (min(nbrows, _kernels.resident_blocks(blocks, rowdense.THREADS, shared)),
@@ -120,7 +125,7 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
         tail = (np.int64(space.capacity), np.uint64(space.out.ptr), np.uint64(space.work.ptr),
                 np.uint64(report))
         _kernels.launch(blocks, grids[0] * rowdense.THREADS,
-                        (*head, np.int64(dtype.itemsize), *flags, *tail),
+                        (*head, np.int64(dtype.itemsize), *flags, *tail, np.int64(masks)),
                         block=rowdense.THREADS, shared_mem=shared, cooperative=True, cast=False)
         _kernels.launch(values, grids[1] * rowdense.THREADS,
                         (a.bitmaps, operands[0], operands[1], b.bitmaps, operands[2],

@@ -19,7 +19,8 @@ class _BlockArray:
     computes a lazy transpose (``BitmapMatrix._arrays``)."""
 
     def __init__(self, derives_cache: bool = False):
-        # the cached row pointer and column order derive from the keys alone
+        # the cached row pointer and column order derive from the keys alone,
+        # B's scalar rows (spgemm.rowscalar.rows) from every array
         self._derives_cache = derives_cache
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -43,6 +44,8 @@ class _BlockArray:
         setattr(obj, self._attr, value)
         if self._derives_cache:
             obj._cache.clear()
+        else:
+            obj._cache.pop("scalar_rows", None)
 
 
 class BitmapMatrix:
@@ -130,7 +133,8 @@ class BitmapMatrix:
         # the matrix whose lazy transpose this is, until the arrays are needed
         self._transpose_of: BitmapMatrix | None = None
         # arrays derived from the keys (block-row pointer, column-major
-        # order), computed once: the block arrays are treated as immutable
+        # order) or from all of them (a small B's scalar rows), computed once:
+        # the block arrays are treated as immutable
         self._cache: dict[str, Any] = {}
 
     # --- the block arrays (computed on first use for a lazy transpose) -----

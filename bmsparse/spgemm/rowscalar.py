@@ -93,11 +93,29 @@ def chooses(a: Any, b: Any) -> bool:
             and rowmerge.per_row_arrays_fit(a, b))
 
 
+#: B's CSR form (:func:`rows`) is kept with B up to this many bytes: the
+#: conversion is three launches (about 0.1 ms of a small product's 0.6,
+#: benchmarks/NOTES.md, session 24), and a repeated product by the same B
+#: then skips it; a larger B is converted each time, so that it does not hold
+#: 12 bytes per entry for as long as it lives
+MAX_KEPT_ROWS_BYTES = 32 << 20
+
+
 def rows(b: Any, values: bool = True) -> tuple[Any, Any, Any]:
     """B in CSR form: indptr (int32 [k + 1]), indices (int32 [nnz]) and, with
-    ``values``, data ([nnz], B's dtype; else None)."""
+    ``values``, data ([nnz], B's dtype; else None).
+
+    Kept with B when it takes at most ``MAX_KEPT_ROWS_BYTES`` (until one of
+    B's arrays is replaced; with values, it serves a structural product too).
+    """
+    kept = b._cache.get("scalar_rows")
+    if kept is not None and (kept[2] is not None or not values):
+        return kept[0], kept[1], kept[2] if values else None
     indptr, indices, data = b._csr_arrays(values)
-    return indptr, indices, data if values else None
+    out = indptr, indices, data if values else None
+    if indptr.nbytes + indices.nbytes + (data.nbytes if values else 0) <= MAX_KEPT_ROWS_BYTES:
+        b._cache["scalar_rows"] = out
+    return out
 
 
 def accumulate(a: Any, b_rows: tuple[Any, Any, Any], ncols: int,

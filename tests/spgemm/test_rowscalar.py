@@ -114,6 +114,23 @@ def test_chooses_by_the_terms_a_block_row_meets(degree, wanted, monkeypatch):
     assert rowscalar.chooses(a, a) == wanted
 
 
+def test_rows_are_kept_with_a_small_b(monkeypatch):
+    b = BitmapMatrix(graph(300, seed=4))
+    indptr, indices, data = rowscalar.rows(b)
+    assert rowscalar.rows(b)[0] is indptr and rowscalar.rows(b, False)[1] is indices
+    assert rowscalar.rows(b, False)[2] is None
+    want = b.to_scipy()
+    np.testing.assert_array_equal(indptr, want.indptr)
+    np.testing.assert_array_equal(indices, want.indices)
+    np.testing.assert_array_equal(data, want.data)
+    # new values: the kept rows go with the old ones
+    b.values = b.values * 2
+    np.testing.assert_array_equal(rowscalar.rows(b)[2], 2 * want.data)
+    monkeypatch.setattr(rowscalar, "MAX_KEPT_ROWS_BYTES", 0)
+    fresh = BitmapMatrix(graph(300, seed=4))
+    assert rowscalar.rows(fresh)[0] is not rowscalar.rows(fresh)[0]
+
+
 def test_bands_follow_the_terms():
     # every count below 4 a band of its own, then bands whose members differ
     # by less than 1.25x, fewer terms never in an earlier band

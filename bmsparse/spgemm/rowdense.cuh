@@ -18,6 +18,11 @@
 // int aux[span]), then for the TOUCHED kernels the touched words
 extern __shared__ u64 rd_shared[];
 
+// B blocks a lane loads at once in rd_for_useful_pairs
+#ifndef RD_B_BATCH
+#define RD_B_BATCH 4
+#endif
+
 // a pair being placed, packed in one word: its A block less the row's first
 // (rows of fewer than 2^23 blocks) above its B block (B of fewer than 2^40),
 // so that packed pairs of one column compare as their A blocks do
@@ -70,11 +75,32 @@ __device__ __forceinline__ void rd_for_useful_pairs(
             const long long lo = __shfl_sync(0xffffffffu, my_lo, x);
             const long long hi = __shfl_sync(0xffffffffu, my_hi, x);
             const unsigned int a_cols = nonempty_cols(a_bm);
-            for (long long b = lo + lane; b < hi; b += 32) {
-                const u64 product = bool_product_by_columns(a_bm, a_cols, b_bitmaps[b]);
-                if (product)
-                    f(first + (long long)x * RD_WARPS, b, block_col(b_keys[b]) - (unsigned int)k0,
-                      product);
+            const long long a = first + (long long)x * RD_WARPS;
+            if (hi - lo <= 32) {
+                const long long b = lo + lane;
+                if (b < hi) {
+                    const u64 product = bool_product_by_columns(a_bm, a_cols, b_bitmaps[b]);
+                    if (product) f(a, b, block_col(b_keys[b]) - (unsigned int)k0, product);
+                }
+                continue;
+            }
+            // a long B row (a hub's): RD_B_BATCH of the lane's B blocks loaded
+            // before any is used, since f's shared atomics keep the compiler
+            // from overlapping one block's loads with the last one's use, and
+            // a hub unit's pairs are otherwise a chain of round trips per lane
+            for (long long b0 = lo + lane; b0 < hi; b0 += 32 * RD_B_BATCH) {
+                u64 bm[RD_B_BATCH], key[RD_B_BATCH];
+#pragma unroll
+                for (int j = 0; j < RD_B_BATCH; ++j) {
+                    const long long b = b0 + 32ll * j;
+                    bm[j] = b < hi ? b_bitmaps[b] : 0ull;
+                    key[j] = b < hi ? b_keys[b] : 0ull;
+                }
+#pragma unroll
+                for (int j = 0; j < RD_B_BATCH; ++j) {
+                    const u64 product = bool_product_by_columns(a_bm, a_cols, bm[j]);
+                    if (product) f(a, b0 + 32ll * j, block_col(key[j]) - (unsigned int)k0, product);
+                }
             }
         }
     }

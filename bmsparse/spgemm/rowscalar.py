@@ -5,13 +5,14 @@ The block paths do one step per pair of blocks (A(i, j), B(j, k)). With one
 or two entries per block most pairs give nothing: ca-CondMat squared meets
 13.6 M pairs for 4.1 M multiplies, and each output value's thread in the
 multiply walks all of its block's pairs. Here the steps are the multiplies,
-as in Gustavson's algorithm: B is read in CSR form (:func:`rows`, two
-launches, no sync), and a thread block per block row of A (``rowscalar.cu``),
-its terms spread over all of its threads,
+as in Gustavson's algorithm: B is read in CSR form (:func:`rows`, three
+launches, no sync; kept with a small B), and a thread block per block row of
+A (``rowscalar.cu``), its terms spread over all of its threads,
 
 1. counts: every entry A(r, j) meets B's row j, each term ORing its bit into
    a dense accumulator of the row's output blocks (as :mod:`.rowdense`);
-2. after one scan and one sync (:func:`rowmerge.two_passes`), in one launch:
+2. after the block rows' order (:func:`order`), one scan and one sync
+   (:func:`rowmerge.two_passes`), in one launch:
    the same accumulation, C's keys, bitmaps and value offsets, then C's
    values, the terms added in ascending inner index, so each value is summed
    in the order of :mod:`.multiply`: C is bit for bit the other paths'

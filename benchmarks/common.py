@@ -1,8 +1,10 @@
 """Shared measuring code for the benchmark scripts (``webbase.py``, ``suite.py``).
 
 ``benchmarks/`` is not a package: a script puts its own folder on ``sys.path``
-and imports this module, which puts the repository root there too, so
-``python benchmarks/webbase.py`` works from a checkout without installing.
+and imports this module, which adds the repository root at the end, so
+``python benchmarks/webbase.py`` works from a checkout without installing,
+while a bmsparse found first (``PYTHONPATH=old/tree``, an installed copy)
+is the one measured.
 
 What lives here:
 
@@ -37,7 +39,9 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+    # last: inserted first, it shadowed the tree PYTHONPATH named, and
+    # comparisons of an old tree with this one measured this one twice
+    sys.path.append(str(REPO_ROOT))
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402

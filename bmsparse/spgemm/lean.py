@@ -85,10 +85,10 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
     Notes
     -----
     On the GPU: two launches, one sync and one device-to-device copy; four
-    launches and two syncs when the workspace first has to grow, and one more
-    sync the first time A's longest row is asked (it is kept with A: the
-    blocks pass ranks pairs by masks of A's blocks where they fit, as
-    :func:`rowdense.mask_words` chooses).
+    launches and two syncs when the workspace first has to grow. The blocks
+    pass ranks pairs by masks of A's blocks where they fit
+    (:func:`rowdense.mask_words`, from A's longest row, which
+    :func:`chooses` has read).
     """
     shape = (a.shape[0], b.shape[1])
     if get_array_module(a.keys, b.keys) is np:
@@ -97,7 +97,7 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
 
     nbrows = nblocks_along(a.shape[0])
     span = rowdense.column_units(nblocks_along(b.shape[1]))[1]
-    # A's longest row: a sync the first time A is asked (it is kept with A)
+    # from A's longest row, read (and kept with A) by rowdense.chooses
     masks = rowdense.mask_words(a, span)
     shared = rowdense.shared_bytes(span, False, masks)
     blocks = _kernels.get_kernel(_KERNELS, "bmsparse_lean_blocks")

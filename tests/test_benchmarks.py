@@ -426,3 +426,16 @@ def test_time_calls_take_turns_and_a_failure_spares_the_others():
     ours, error = out["ours"]
     assert error is None and ours.result == 7 and len(ours.timing.samples) == 2
     assert out["peer"] == (None, "RuntimeError: no")
+
+
+def test_the_package_on_pythonpath_is_the_one_measured(tmp_path):
+    # an old tree named by PYTHONPATH comes before the checkout (common.py
+    # appends the repository root): comparisons of two trees measure both
+    fake = tmp_path / "bmsparse"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('the tree on PYTHONPATH')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "suite.py"), "--help"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "the tree on PYTHONPATH" in done.stderr

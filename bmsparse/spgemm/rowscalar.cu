@@ -225,7 +225,7 @@ bmsparse_rowscalar_count(RS_ARGS, long long* __restrict__ sizes)
 {
     __shared__ rs_window w;
     u64* acc = rd_shared;
-    for (long long c = threadIdx.x; c < span; c += BMSPARSE_ROWDENSE_THREADS) acc[c] = 0;
+    rd_clear_all<false>(acc, nullptr, span);
     __syncthreads();
     for (long long u = blockIdx.x; u < nbrows; u += gridDim.x) {
         const long long terms = RS_ACCUMULATE(acc, u);
@@ -326,7 +326,7 @@ bmsparse_rowscalar_blocks(RS_ARGS, const long long* __restrict__ scan, long long
 {
     __shared__ rs_window w;
     u64* acc = rd_shared;
-    for (long long c = threadIdx.x; c < span; c += RS_THREADS) acc[c] = 0;
+    rd_clear_all<false>(acc, nullptr, span);
     rs_close(nbrows, scan, c_offsets, c_ptr);
     __syncthreads();
     for (long long u = blockIdx.x; u < nbrows; u += gridDim.x) {

@@ -18,11 +18,6 @@ class _BlockArray:
     """One of a BitmapMatrix's block arrays: reading or replacing it first
     computes a lazy transpose (``BitmapMatrix._arrays``)."""
 
-    def __init__(self, derives_cache: bool = False):
-        # the cached row pointer and column order derive from the keys alone,
-        # B's scalar rows (spgemm.rowscalar.rows) from every array
-        self._derives_cache = derives_cache
-
     def __set_name__(self, owner: type, name: str) -> None:
         self._attr = "_" + name
 
@@ -42,10 +37,9 @@ class _BlockArray:
             # kernels read every array as dense (and launch without checking)
             value = get_array_module(value).ascontiguousarray(value)
         setattr(obj, self._attr, value)
-        if self._derives_cache:
-            obj._cache.clear()
-        else:
-            obj._cache.pop("scalar_rows", None)
+        # what the cache holds derives from the keys (row pointer, column
+        # order) or from every array (a small B's scalar rows): all of it goes
+        obj._cache.clear()
 
 
 class BitmapMatrix:
@@ -156,7 +150,7 @@ class BitmapMatrix:
             self._transpose_of = None
         return self._keys, self._bitmaps, self._offsets, self._values
 
-    keys = _BlockArray(derives_cache=True)
+    keys = _BlockArray()
     bitmaps = _BlockArray()
     offsets = _BlockArray()
     values = _BlockArray()

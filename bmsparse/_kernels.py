@@ -74,9 +74,15 @@ _RESIDENT: dict[tuple[int, int, int], int] = {}
 #: (kernel id, shared memory) pairs already allowed by _allow_shared
 _SHARED: set[tuple[int, int]] = set()
 
-#: cupy.ndarray, once a kernel has been launched (importing CuPy here would
-#: make this module need it)
+#: cupy.ndarray and cupy.cuda.runtime.getDevice, bound at first use (importing
+#: CuPy here would make this module need it; reading them from the module
+#: at each of a small product's dozen calls costs an import and three lookups)
 _NDARRAY: Any = None
+_GET_DEVICE: Any = None
+
+#: dtypes of :func:`block_arrays`, built once (CuPy would convert a scalar
+#: type at each array)
+_UINT64, _INT64 = np.dtype(np.uint64), np.dtype(np.int64)
 
 #: hook for tests: called with (kernel name, n, grid, block) at each launch
 launch_hook: Callable[[str, int, int, int], None] | None = None
@@ -167,9 +173,9 @@ def get_kernel(path: str, name: str, **types: Any) -> Any:
     one up must cost far less than launching it (the key as called is tried
     first; the normalised one only on a miss).
     """
-    import cupy
-
-    device = cupy.cuda.runtime.getDevice()
+    if _GET_DEVICE is None:
+        _bind_cupy()
+    device = _GET_DEVICE()
     fast: tuple[Any, ...] | None = (path, name, device, *types.items())
     try:
         kernel = _FUNCTIONS.get(fast)
@@ -183,6 +189,8 @@ def get_kernel(path: str, name: str, **types: Any) -> Any:
     if kernel is None:
         module = _MODULES.get((path, device))
         if module is None:
+            import cupy
+
             module = cupy.RawModule(code=source(path), options=COMPILE_OPTIONS,
                                     name_expressions=name_expressions(path))
             _MODULES[(path, device)] = module
@@ -215,7 +223,7 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
     grid = (n + block - 1) // block
     if launch_hook is not None:
         launch_hook(kernel.name, n, grid, block)
-    if shared_mem:
+    if shared_mem and (id(kernel), shared_mem) not in _SHARED:  # no call once allowed
         _allow_shared(kernel, shared_mem)
     if cooperative:
         kernel.kernel((grid,), (block,), args, shared_mem, None, True)
@@ -230,9 +238,10 @@ def device_array(memory: Any, start: int, size: int, dtype: Any) -> Any:
     About 1 us where ``cupy.empty`` costs 3-5: the arrays of one small
     operation come from one allocation.
     """
-    import cupy
-
-    return cupy.ndarray((size,), dtype=dtype, memptr=memory + start if start else memory)
+    if _NDARRAY is None:
+        _bind_cupy()
+    # positional arguments: CuPy's constructor parses keywords slowly
+    return _NDARRAY((size,), dtype, memory + start if start else memory)
 
 
 def device_empty(size: int, dtype: Any) -> Any:
@@ -256,18 +265,15 @@ def block_arrays(memory: Any, n: int, capacity: int | None = None) -> tuple[Any,
     """keys, bitmaps (uint64 [n]) and offsets (int64 [n + 1]) in ``memory``
     from :func:`alloc_blocks` (``capacity``, default n)."""
     capacity = n if capacity is None else capacity
-    return (device_array(memory, 0, n, np.uint64),
-            device_array(memory, 8 * capacity, n, np.uint64),
-            device_array(memory, 16 * capacity, n + 1, np.int64))
+    return (device_array(memory, 0, n, _UINT64),
+            device_array(memory, 8 * capacity, n, _UINT64),
+            device_array(memory, 16 * capacity, n + 1, _INT64))
 
 
 def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``args`` with Python scalars as NumPy ones; a strided array is an error."""
-    global _NDARRAY
     if _NDARRAY is None:
-        import cupy
-
-        _NDARRAY = cupy.ndarray
+        _bind_cupy()
     cast = []
     for a in args:
         kind = type(a)
@@ -286,6 +292,14 @@ def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
             a = np.float64(a)
         cast.append(a)
     return tuple(cast)
+
+
+def _bind_cupy() -> None:
+    """Bind :data:`_NDARRAY` and :data:`_GET_DEVICE`, at the first call that needs CuPy."""
+    global _NDARRAY, _GET_DEVICE
+    import cupy
+
+    _NDARRAY, _GET_DEVICE = cupy.ndarray, cupy.cuda.runtime.getDevice
 
 
 def _not_contiguous(kernel: Any) -> None:
@@ -312,11 +326,11 @@ def resident_blocks(kernel: Any, block: int, shared_mem: int = 0) -> int:
     ``shared_mem`` bytes of dynamic shared memory, resident at once on the
     current device (the occupancy calculator's figure: threads, registers,
     shared memory and the runtime's reserve), memoized."""
-    import cupy
-
     key = (id(kernel), block, shared_mem)
     count = _RESIDENT.get(key)
     if count is None:
+        import cupy
+
         _allow_shared(kernel, shared_mem)
         func = kernel.kernel
         per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(

@@ -123,6 +123,14 @@ def get_array_module(*arrays: Any) -> Any:
     Raises TypeError for a mix: no copy between host and device happens
     silently.
     """
+    # every stage asks, mostly of CuPy arrays alone: one type check each
+    if arrays and _CUPY is not None and type(arrays[0]) is _CUPY[0]:
+        kind = _CUPY[0]
+        for a in arrays:
+            if type(a) is not kind and a is not None:
+                break
+        else:
+            return _CUPY[1]
     module = None
     for a in arrays:
         if a is None:

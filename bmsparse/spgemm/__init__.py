@@ -23,13 +23,20 @@ import numpy as np
 from .. import _readback
 from .._format import nblocks_along
 from .._matrix import BitmapMatrix
-from .._sputils import (check_cupyx_dtype, csr_from_arrays, get_array_module, matmul_mismatch,
-                        upcast)
+from .._sputils import (SUPPORTED_DTYPES, check_cupyx_dtype, csr_from_arrays, get_array_module,
+                        matmul_mismatch, upcast)
 from ..semiring import Semiring, get_semiring, plus_pair, plus_times
 from . import compact, count, lean, multiply, rowdense, rowmerge, rowscalar, slices, tasks
 
 #: names of the timed stages, in order
 STAGES = ("tasks", "count", "multiply", "compact")
+
+_BOOL, _INT64 = np.dtype(np.bool_), np.dtype(np.int64)
+
+#: the supported dtypes that NumPy promotes with themselves to themselves
+#: (the very object): ``upcast(d, d)`` of each, for the common A @ A
+_PROMOTES_TO_ITSELF: dict[np.dtype, np.dtype] = {
+    d: d for d in SUPPORTED_DTYPES if np.result_type(d, d) is d}
 
 
 
@@ -134,7 +141,12 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     if csr and xp is not np and output == "device":
         check_cupyx_dtype(dtype, "format='bitmap' or another dtype")
     if sr.reads_values:
-        a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+        # astype(copy=False) returns a matrix already of C's dtype as it is
+        # (C's dtype is a supported one: its check raises nothing)
+        if a.dtype != dtype:
+            a = a.astype(dtype, copy=False)
+        if b.dtype != dtype:
+            b = b.astype(dtype, copy=False)
     drop_zeros = sr is plus_times and not keep_zeros
     # C's values, and their compacted copy when zeros are dropped
     value_bytes = 0 if sr.structural else dtype.itemsize * (2 if drop_zeros else 1)
@@ -154,7 +166,7 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     if m is None and max_memory is None and output == "device":
         path = strategy(a, b)
         if path == "lean" and not sr.structural:
-            c = _lean(a, b, sr, dtype, drop_zeros, timings)
+            c = _lean(a, b, sr, dtype, drop_zeros, timings, xp)
             if c is not None:
                 return _in_format(c, csr)
         find = _FINDERS.get(path)
@@ -247,22 +259,25 @@ _FINDERS = {"lean": _by_pairs(rowdense.accumulate), "scalar": _by_rows,
 
 
 def _lean(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype, drop_zeros: bool,
-          timings: dict[str, float] | None) -> BitmapMatrix | None:
+          timings: dict[str, float] | None, xp: Any) -> BitmapMatrix | None:
     """C by the lean path, timed as one count stage; None when it does not
-    fit its workspace or device memory (the dense path then runs)."""
-    xp = get_array_module(a.keys, b.keys)
-    clock = _StageClock(xp, timings)
-    clock.lap("tasks")
+    fit its workspace or device memory (the dense path then runs). ``xp`` is
+    the operands' module."""
+    # a product run for its host time: no clock unless timings are asked for
+    clock = None if timings is None else _StageClock(xp, timings)
+    if clock is not None:
+        clock.lap("tasks")
     try:
         c = lean.product(a, b, sr, dtype, drop_zeros)
     except MemoryError:
         slices.free_pool(xp)
         return None
-    for stage in ("count", "multiply", "compact"):
-        clock.lap(stage)
-    clock.finish()
-    if timings is not None and c is not None:
-        timings["slices"] = 1
+    if clock is not None:
+        for stage in ("count", "multiply", "compact"):
+            clock.lap(stage)
+        clock.finish()
+        if timings is not None and c is not None:
+            timings["slices"] = 1
     return c
 
 
@@ -270,12 +285,17 @@ def _result_type(sr: Semiring, a_dtype: np.dtype, b_dtype: np.dtype,
                  dtype: Any) -> tuple[Semiring, np.dtype]:
     """The semiring actually run and C's dtype; TypeError if it does not support it."""
     if sr.structural:
-        return sr, np.dtype(bool)
+        return sr, _BOOL
     if sr is plus_pair:
-        dtype = np.dtype(np.int64) if dtype is None else np.dtype(dtype)
+        dtype = _INT64 if dtype is None else np.dtype(dtype)
     else:
-        dtype = upcast(a_dtype, b_dtype) if dtype is None else np.dtype(dtype)
-        if sr is plus_times and dtype == np.bool_:
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+        elif a_dtype is b_dtype and _PROMOTES_TO_ITSELF.get(a_dtype) is a_dtype:
+            dtype = a_dtype  # upcast's answer, without its promotion and checks
+        else:
+            dtype = upcast(a_dtype, b_dtype)
+        if sr is plus_times and dtype == _BOOL:
             return get_semiring("lor_land"), dtype  # bool @ bool: the Boolean product
     if dtype not in sr.dtypes:
         raise TypeError(f"semiring {sr.name} does not support dtype {dtype.name}; supported: "

@@ -48,14 +48,20 @@ _FIRST_WORKSPACE = 1 << 20
 
 _local = threading.local()
 
+#: the kernels' ``long long`` arguments as NumPy scalars, built once where
+#: small (building one costs a few hundred nanoseconds of host time)
+_INT64 = tuple(np.int64(v) for v in range(1 << 10))
+
 
 def chooses(a: Any, b: Any) -> bool:
     """True when ``a @ b`` (no mask, a semiring with values) takes this path:
     on the GPU, when both operands have at most
     ``MAX_BLOCKS`` blocks and A at least one block row, and the dense path
     would take it (:func:`rowdense.chooses`)."""
-    return (max(a.nblocks, b.nblocks) <= MAX_BLOCKS and a.shape[0] > 0
-            and a._cache.get("lean_need", {}).get(id(b), 0) <= MAX_WORKSPACE
+    if a.nblocks > MAX_BLOCKS or b.nblocks > MAX_BLOCKS or a.shape[0] <= 0:
+        return False
+    too_large = a._cache.get("lean_need")  # set by product, rarely
+    return ((too_large is None or too_large.get(id(b), 0) <= MAX_WORKSPACE)
             and rowdense.chooses(a, b))
 
 
@@ -95,25 +101,28 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
         return _product_numpy(a, b, semiring, dtype, drop_zeros, shape)
     import cupy
 
-    nbrows = nblocks_along(a.shape[0])
-    span = rowdense.column_units(nblocks_along(b.shape[1]))[1]
+    threads = rowdense.THREADS
+    nbrows = nblocks_along(shape[0])
+    span = rowdense.column_units(nblocks_along(shape[1]))[1]
     # from A's longest row, read (and kept with A) by rowdense.chooses
     masks = rowdense.mask_words(a, span)
     shared = rowdense.shared_bytes(span, False, masks)
     blocks = _kernels.get_kernel(_KERNELS, "bmsparse_lean_blocks")
     values = _kernels.get_kernel(_KERNELS, "bmsparse_lean_values", T=dtype, S=semiring.functor)
-    grids = (min(nbrows, _kernels.resident_blocks(blocks, rowdense.THREADS, shared)),
+    grids = (min(nbrows, _kernels.resident_blocks(blocks, threads, shared)),
              # a thread per value where the GPU holds them (C has 2-11 times
              # A's values in the corpus's small products): fewer threads than
              # values take rounds, one after the other
-             min(-(-16 * (a.nnz + b.nnz) // rowdense.THREADS) + 1,
-                 _kernels.resident_blocks(values, rowdense.THREADS)))
-    null = np.uint64(0)
+             min(-(-16 * (a.nnz + b.nnz) // threads) + 1,
+                 _kernels.resident_blocks(values, threads)))
+    a_bitmaps, b_bitmaps = a.bitmaps, b.bitmaps
     operands = (a.offsets, a.values, b.offsets, b.values) if semiring.reads_values \
-        else (null, null, null, null)
-    head = (a.keys, a.bitmaps, a._row_pointer(), np.int64(nbrows), np.int64(1),
-            np.int64(span), *rowmerge.block_rows(b))
-    flags = (np.int64(drop_zeros),)
+        else (_kernels.NULL,) * 4
+    nbrows_arg = _int64(nbrows)
+    head = (a.keys, a_bitmaps, a._row_pointer(), nbrows_arg, _INT64[1], _int64(span),
+            *rowmerge.block_rows(b))
+    flag = _INT64[1] if drop_zeros else _INT64[0]  # the kernels test it for non-zero
+    value_size, masks_arg = _int64(dtype.itemsize), _int64(masks)
     need = 8 * (6 * nbrows + 1)
     while True:
         space, report = _workspace(need, max(grids)), _readback.host_words(4)
@@ -122,26 +131,31 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
             # once (not after a count that finds C too large again)
             a._cache.setdefault("lean_need", {})[id(b)] = need
             return None
-        tail = (np.int64(space.capacity), np.uint64(space.out.ptr), np.uint64(space.work.ptr),
-                np.uint64(report))
-        _kernels.launch(blocks, grids[0] * rowdense.THREADS,
-                        (*head, np.int64(dtype.itemsize), *flags, *tail, np.int64(masks)),
-                        block=rowdense.THREADS, shared_mem=shared, cooperative=True, cast=False)
-        _kernels.launch(values, grids[1] * rowdense.THREADS,
-                        (a.bitmaps, operands[0], operands[1], b.bitmaps, operands[2],
-                         operands[3], np.int64(nbrows), *flags, *tail),
-                        block=rowdense.THREADS, cooperative=True, cast=False)
+        tail = space.arguments(report)
+        _kernels.launch(blocks, grids[0] * threads, (*head, value_size, flag, *tail, masks_arg),
+                        block=threads, shared_mem=shared, cooperative=True, cast=False)
+        _kernels.launch(values, grids[1] * threads,
+                        (a_bitmaps, operands[0], operands[1], b_bitmaps, operands[2],
+                         operands[3], nbrows_arg, flag, *tail),
+                        block=threads, cooperative=True, cast=False)
         need, c_nblocks, nnz, at = _readback.take_words(4)  # sync: C's size
         if not need:
             break
-    size = _values_at(c_nblocks) + nnz * dtype.itemsize
+    values_at = _values_at(c_nblocks)
+    size = values_at + nnz * dtype.itemsize
     memory = cupy.cuda.alloc(size)
-    cupy.cuda.runtime.memcpyAsync(memory.ptr, space.out.ptr + at, size,
-                                  cupy.cuda.runtime.memcpyDeviceToDevice,
-                                  cupy.cuda.get_current_stream().ptr)
-    c_values = _kernels.device_array(memory, _values_at(c_nblocks), nnz, dtype)
+    runtime = cupy.cuda.runtime
+    # on the workspace's stream (key[1]), the current one
+    runtime.memcpyAsync(memory.ptr, space.out.ptr + at, size, runtime.memcpyDeviceToDevice,
+                        space.key[1])
+    c_values = _kernels.device_array(memory, values_at, nnz, dtype)
     return BitmapMatrix._from_blocks(*_kernels.block_arrays(memory, c_nblocks), c_values, shape,
                                      nnz=nnz)
+
+
+def _int64(value: int) -> np.int64:
+    """``np.int64(value)``, from :data:`_INT64` where it holds it."""
+    return _INT64[value] if 0 <= value < len(_INT64) else np.int64(value)
 
 
 def _values_at(c_nblocks: int) -> int:
@@ -161,6 +175,18 @@ class _Workspace:
         self.out = cupy.cuda.alloc(capacity)
         self.work = cupy.cuda.alloc(8 * (4 + grid))
         self.work.memset_async(0, 8 * (4 + grid))
+        self._report: int | None = None
+        self._arguments: tuple[Any, ...] = ()
+
+    def arguments(self, report: int) -> tuple[Any, ...]:
+        """The kernels' last arguments: ``capacity``, ``out``, ``work`` and
+        ``report`` (from :func:`_readback.host_words`), as NumPy scalars built
+        once per report buffer."""
+        if report != self._report:
+            self._arguments = (np.int64(self.capacity), np.uint64(self.out.ptr),
+                               np.uint64(self.work.ptr), np.uint64(report))
+            self._report = report
+        return self._arguments
 
 
 def _workspace(need: int, grid: int) -> _Workspace | None:

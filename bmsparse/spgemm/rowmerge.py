@@ -171,7 +171,9 @@ def rows_fit(m: Any) -> bool:
     """True when ``m`` has not many more block rows than blocks
     (``ROWS_PER_BLOCK``, or at most ``UNITS``): arrays per block row cost
     about what its blocks do."""
-    return nblocks_along(m.shape[0]) <= max(ROWS_PER_BLOCK * m.nblocks, UNITS)
+    nbrows = nblocks_along(m.shape[0])
+    # at most max(ROWS_PER_BLOCK * m.nblocks, UNITS), the blocks counted only if needed
+    return nbrows <= UNITS or nbrows <= ROWS_PER_BLOCK * m.nblocks
 
 
 def per_row_arrays_fit(a: Any, b: Any) -> bool:
@@ -180,7 +182,9 @@ def per_row_arrays_fit(a: Any, b: Any) -> bool:
     (this one and :mod:`.rowdense`)."""
     if get_array_module(a.keys, b.keys) is np:
         return False
-    return all(nblocks_along(m.shape[0]) <= MAX_BLOCK_ROWS and rows_fit(m) for m in (a, b))
+    # asked by each strategy in turn: no generator, and A once for A @ A
+    return (nblocks_along(a.shape[0]) <= MAX_BLOCK_ROWS and rows_fit(a)
+            and (b is a or nblocks_along(b.shape[0]) <= MAX_BLOCK_ROWS and rows_fit(b)))
 
 
 def block_rows(b: Any) -> tuple[Any, Any, Any]:

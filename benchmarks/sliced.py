@@ -6,7 +6,7 @@ checks that both results are bit for bit equal, and prints the slice count,
 the times and the peak memory of each (GPU; the CPU path runs at a reduced
 scale).
 
-    python benchmarks/sliced.py [--fraction 0.1] [--scale 1.0] [--output host]
+    python benchmarks/sliced.py [--fraction 0.1] [--scale 1.0] [--output host] [--cpu]
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="max_memory as a fraction of the unsliced peak (default 0.1)")
     parser.add_argument("--output", choices=("device", "host"), default="device")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
     args = parser.parse_args(argv)
-    gpu = cupy_available()
+    gpu = cupy_available() and not args.cpu
     scale = args.scale if args.scale is not None else (1.0 if gpu else 0.01)
     label = args.matrix or f"surrogate (scale {scale})"
     a = read_matrix(args.matrix) if args.matrix else generators.webbase_surrogate(scale)

@@ -276,7 +276,7 @@ def _lean(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype, drop_
         for stage in ("count", "multiply", "compact"):
             clock.lap(stage)
         clock.finish()
-        if timings is not None and c is not None:
+        if c is not None:
             timings["slices"] = 1
     return c
 

@@ -74,11 +74,13 @@ _RESIDENT: dict[tuple[int, int, int], int] = {}
 #: (kernel id, shared memory) pairs already allowed by _allow_shared
 _SHARED: set[tuple[int, int]] = set()
 
-#: cupy.ndarray and cupy.cuda.runtime.getDevice, bound at first use (importing
-#: CuPy here would make this module need it; reading them from the module
-#: at each of a small product's dozen calls costs an import and three lookups)
+#: cupy.ndarray, cupy.cuda.runtime.getDevice and cupy.cuda.get_current_stream,
+#: bound at first use (:func:`bind_cupy`; importing CuPy here would make this
+#: module need it, and reading them from CuPy at each of a small product's
+#: dozen calls costs an import and three lookups). ``_readback`` uses them too
 _NDARRAY: Any = None
 _GET_DEVICE: Any = None
+_CURRENT_STREAM: Any = None
 
 #: dtypes of :func:`block_arrays`, built once (CuPy would convert a scalar
 #: type at each array)
@@ -174,7 +176,7 @@ def get_kernel(path: str, name: str, **types: Any) -> Any:
     first; the normalised one only on a miss).
     """
     if _GET_DEVICE is None:
-        _bind_cupy()
+        bind_cupy()
     device = _GET_DEVICE()
     fast: tuple[Any, ...] | None = (path, name, device, *types.items())
     try:
@@ -239,7 +241,7 @@ def device_array(memory: Any, start: int, size: int, dtype: Any) -> Any:
     operation come from one allocation.
     """
     if _NDARRAY is None:
-        _bind_cupy()
+        bind_cupy()
     # positional arguments: CuPy's constructor parses keywords slowly
     return _NDARRAY((size,), dtype, memory + start if start else memory)
 
@@ -273,7 +275,7 @@ def block_arrays(memory: Any, n: int, capacity: int | None = None) -> tuple[Any,
 def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``args`` with Python scalars as NumPy ones; a strided array is an error."""
     if _NDARRAY is None:
-        _bind_cupy()
+        bind_cupy()
     cast = []
     for a in args:
         kind = type(a)
@@ -294,12 +296,14 @@ def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(cast)
 
 
-def _bind_cupy() -> None:
-    """Bind :data:`_NDARRAY` and :data:`_GET_DEVICE`, at the first call that needs CuPy."""
-    global _NDARRAY, _GET_DEVICE
+def bind_cupy() -> None:
+    """Bind :data:`_NDARRAY`, :data:`_GET_DEVICE` and :data:`_CURRENT_STREAM`,
+    at the first call that needs CuPy."""
+    global _NDARRAY, _GET_DEVICE, _CURRENT_STREAM
     import cupy
 
     _NDARRAY, _GET_DEVICE = cupy.ndarray, cupy.cuda.runtime.getDevice
+    _CURRENT_STREAM = cupy.cuda.get_current_stream
 
 
 def _not_contiguous(kernel: Any) -> None:

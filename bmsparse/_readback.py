@@ -25,24 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from . import _kernels
+
 #: int64 words of a thread's buffer (grown when a read needs more)
 _WORDS = 16
 _local = threading.local()
-
-#: cupy.cuda.runtime.getDevice and cupy.cuda.get_current_stream, bound at
-#: first use: host_words and take_words run once per small product, and each
-#: import and attribute lookup is host time (importing CuPy here would make
-#: this module need it)
-_GET_DEVICE: Any = None
-_CURRENT_STREAM: Any = None
-
-
-def _bind_cupy() -> None:
-    """Bind :data:`_GET_DEVICE` and :data:`_CURRENT_STREAM`."""
-    global _GET_DEVICE, _CURRENT_STREAM
-    import cupy
-
-    _GET_DEVICE, _CURRENT_STREAM = cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream
 
 
 def _buffer(nwords: int) -> np.ndarray:
@@ -131,9 +118,10 @@ def host_words(nwords: int) -> int | None:
     """A pointer kernels may write ``nwords`` int64 values to, read back by
     :func:`take_words`; None where the device cannot write host memory
     (then read with :func:`read_ints`)."""
-    if _GET_DEVICE is None:
-        _bind_cupy()
-    if not _maps_host_memory(_GET_DEVICE()):
+    # CuPy's functions as _kernels binds them: one small product calls this once
+    if _kernels._GET_DEVICE is None:
+        _kernels.bind_cupy()
+    if not _maps_host_memory(_kernels._GET_DEVICE()):
         return None
     _buffer(nwords)
     return _local.words_ptr
@@ -142,9 +130,9 @@ def host_words(nwords: int) -> int | None:
 def take_words(nwords: int) -> list[int]:
     """Wait for the current stream, then the ``nwords`` values its kernels
     wrote at :func:`host_words`."""
-    if _CURRENT_STREAM is None:
-        _bind_cupy()
-    _CURRENT_STREAM().synchronize()
+    if _kernels._CURRENT_STREAM is None:
+        _kernels.bind_cupy()
+    _kernels._CURRENT_STREAM().synchronize()
     return _buffer(nwords)[:nwords].tolist()
 
 

@@ -27,6 +27,7 @@ for _path, _suffix in ((_KERNELS, ""), (_DENSE_KERNELS, "_dense")):
     _kernels.register(_path, {f"bmsparse_spmv_{order}{unit}{_suffix}": ("T",)
                               for order in ("rows", "cols") for unit in ("", "_unit")})
 _THREADS = 256  # BMSPARSE_SPMV_THREADS
+_INT64 = np.dtype(np.int64)
 #: mean entries per block from which a block's partial sums are taken row by
 #: row in registers (the ``_dense`` kernels) rather than bit by bit through
 #: shared memory; both sum in the same order. Measured (H100, GPU time):
@@ -101,27 +102,31 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
     shape = a.shape[::-1] if transpose else a.shape
     if x.shape[0] != shape[1]:
         raise matmul_mismatch(shape, x.shape)
-    dtype = a.dtype if a.dtype == x.dtype else upcast(a.dtype, x.dtype)
+    a_dtype, x_dtype = a.dtype, x.dtype
+    dtype = a_dtype if a_dtype == x_dtype else upcast(a_dtype, x_dtype)
     # bool @ bool counts in int64 and compares with 0: a Boolean product
-    compute = np.dtype(np.int64) if dtype == np.bool_ else dtype
-    values = None if a.dtype == np.bool_ else a.values
-    if values is not None and values.dtype != compute:
+    boolean = dtype.kind == "b"
+    compute = _INT64 if boolean else dtype
+    values = None if a_dtype.kind == "b" else a.values
+    if values is not None and a_dtype != compute:
         values = values.astype(compute)
-    if x.dtype != compute:
+    if x_dtype != compute:
         x = x.astype(compute)
-    if transpose:
-        order, ptr = column_pointer(a)
+    if xp is not np and x.ndim == 1:  # a vector: the launch kept with the matrix
+        y = _launch_kept(a, transpose, x, shape[0], values)
     else:
-        order, ptr = None, row_pointer(a)
-    args = (a.keys, a.bitmaps, a.offsets, values, order, ptr)
-    if xp is np:
-        y = _spmv_numpy(*args, x if x.ndim == 2 else x.reshape(-1, 1), shape[0])
-        y = np.ascontiguousarray(y.T) if out_transposed else y
-        y = y.reshape(-1) if x.ndim == 1 else y
-    else:  # a vector stays 1-D: a reshaped view costs microseconds on the GPU
-        scratch = _kept_scratch(a, transpose, x) if x.ndim == 1 else None
-        y = _spmv_cuda(*args, x, shape[0], out_transposed, scratch, dense_blocks(a))
-    return y.astype(dtype) if dtype == np.bool_ else y
+        if transpose:
+            order, ptr = column_pointer(a)
+        else:
+            order, ptr = None, row_pointer(a)
+        args = (a.keys, a.bitmaps, a.offsets, values, order, ptr)
+        if xp is np:
+            y = _spmv_numpy(*args, x if x.ndim == 2 else x.reshape(-1, 1), shape[0])
+            y = np.ascontiguousarray(y.T) if out_transposed else y
+            y = y.reshape(-1) if x.ndim == 1 else y
+        else:
+            y = _spmv_cuda(*args, x, shape[0], out_transposed, dense_blocks(a))
+    return y.astype(dtype) if boolean else y
 
 
 def dense_blocks(a: Any) -> bool:
@@ -152,22 +157,70 @@ def _scratch_bytes(nblocks: int, k: int, dtype: np.dtype) -> tuple[int, int]:
     return head + nwarps * k * 2 * BLOCK * dtype.itemsize, head
 
 
-def _kept_scratch(a: Any, transpose: bool, x: Any) -> Any:
-    """The scratch of ``a @ x`` (``a.T @ x``) for a vector ``x``, kept with
-    ``a`` per dtype: its counters are zeroed once, and every launch leaves
-    them zero. It belongs to one stream, as launches on one stream cannot
-    overlap and on two could: on another stream a new one replaces it (the
-    old one goes back to the pool of its own stream, behind its launches)."""
-    import cupy
+def _launch_kept(a: Any, transpose: bool, x: Any, nout: int, values: Any) -> Any:
+    """``a @ x`` (``a.T @ x``) for a vector ``x``: y (1-D, new); ``values``
+    are ``a``'s, as the kernel reads them (None for a pattern matrix).
 
-    stream = cupy.cuda.get_current_stream().ptr
+    The launch but for the values, x and y (:func:`_unit_launch`) is kept
+    with ``a`` per dtype: building the arguments, the scalars and the
+    kernel's name took about a third of a small ``A.T @ x``'s host time, and
+    the scratch's counters are zeroed once (every launch leaves them zero).
+    It is kept for one stream, as launches on one stream cannot overlap and
+    on two could: on another stream a new one replaces it (the old scratch
+    goes back to the pool of its own stream, behind its launches).
+    """
+    if _kernels._CURRENT_STREAM is None:
+        _kernels.bind_cupy()
+    stream = _kernels._CURRENT_STREAM().ptr
     key = ("spmv_scratch", transpose, x.dtype.char)
     kept = a._cache.get(key)
-    if kept is not None and kept[0] == stream:
-        return kept[1]
-    scratch = _new_scratch(a.keys.shape[0], 1, x.dtype)
-    a._cache[key] = (stream, scratch)
-    return scratch
+    if kept is None or kept[0] != stream:
+        if transpose:
+            order, ptr = column_pointer(a)
+        else:
+            order, ptr = None, row_pointer(a)
+        kept = a._cache[key] = (stream, *_unit_launch(a.keys, a.bitmaps, a.offsets, order,
+                                                      ptr, nout, x.dtype, dense_blocks(a)))
+    return _run_unit(kept[1:], values, x)
+
+
+def _unit_launch(keys, bitmaps, offsets, order, ptr, nout, dtype, dense):
+    """A launch of a ``_unit`` kernel (a vector in and out) but for the
+    values, x and y: (scratch, kernel, threads, shared memory, the arguments
+    before the values, those between them and x, those after x with y
+    second), for :func:`_run_unit`."""
+    nblocks = keys.shape[0]
+    scratch = _new_scratch(nblocks, 1, dtype)
+    head_bytes = _scratch_bytes(nblocks, 1, dtype)[1]
+    middle = (*(() if order is None else (order,)), ptr, np.int64(nblocks))
+    tail = (np.int64(nout), np.uint64(scratch.ptr + head_bytes), np.uint64(scratch.ptr))
+    return (scratch, _kernel(order is not None, True, dense, dtype),
+            max(-(-nblocks // WARP) * WARP, ptr.shape[0] - 1), _shared_mem(dense, dtype),
+            (keys, bitmaps, offsets), middle, tail)
+
+
+def _run_unit(launch: tuple[Any, ...], values: Any, x: Any) -> Any:
+    """y = the product of :func:`_unit_launch`'s ``launch`` with ``values``
+    (None: every value is 1) and the vector ``x``."""
+    _, kernel, n, shared_mem, head, middle, tail = launch
+    base = x if x._c_contiguous else x.copy()  # CuPy's attribute: no object
+    y = _kernels.device_empty(int(tail[0]), x.dtype)
+    # every array is the matrix's own, contiguous base or new: no cast step
+    _kernels.launch(kernel, n, (*head, _kernels.or_null(values), *middle, base, tail[0], y,
+                                *tail[1:]), block=_THREADS, shared_mem=shared_mem, cast=False)
+    return y
+
+
+def _kernel(cols: bool, unit: bool, dense: bool, dtype: np.dtype) -> Any:
+    """The kernel of the family bmsparse_spmv_{rows,cols}[_unit][_dense]."""
+    name = ("bmsparse_spmv_cols" if cols else "bmsparse_spmv_rows") + ("_unit" if unit else "") \
+        + ("_dense" if dense else "")
+    return _kernels.get_kernel(_DENSE_KERNELS if dense else _KERNELS, name, T=dtype)
+
+
+def _shared_mem(dense: bool, dtype: np.dtype) -> int:
+    """Dynamic shared memory of a thread block: 8 values a thread (spmv.cu)."""
+    return 0 if dense else BLOCK * _THREADS * dtype.itemsize
 
 
 def _new_scratch(nblocks: int, k: int, dtype: np.dtype) -> Any:
@@ -183,10 +236,8 @@ def _new_scratch(nblocks: int, k: int, dtype: np.dtype) -> Any:
 
 
 def _strides(x: Any) -> tuple[Any, int, int, int]:
-    """A C-contiguous base array of ``x`` (1-D or 2-D), the element strides
-    of (row, column) and the number of columns."""
-    if x.ndim == 1:
-        return (x if x._c_contiguous else x.copy()), 1, 0, 1  # CuPy's attribute: no object
+    """A C-contiguous base array of ``x`` (2-D), the element strides of (row,
+    column) and the number of columns."""
     n, k = x.shape
     if x.flags.c_contiguous:
         return x, k, 1, k
@@ -198,32 +249,27 @@ def _strides(x: Any) -> tuple[Any, int, int, int]:
 
 
 def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transposed,
-               scratch=None, dense=False):
-    """Y (C-ordered; 1-D for a vector ``x``) on the GPU; ``scratch`` from
-    :func:`_kept_scratch`, or None for one made for the call; ``dense``:
-    by the kernels of spmv_dense.cu (the same sums)."""
+               dense=False):
+    """Y (C-ordered; 1-D for a vector ``x``) on the GPU, with scratch made for
+    the call; ``dense``: by the kernels of spmv_dense.cu (the same sums)."""
     import cupy
 
-    base, x_rs, x_cs, k = _strides(x)
     if x.ndim == 1:
-        y = _kernels.device_empty(nout, x.dtype)
-        y_rs, y_cs = 1, 0
-    elif out_transposed:
+        return _run_unit(_unit_launch(keys, bitmaps, offsets, order, ptr, nout, x.dtype,
+                                      dense), values, x)
+    base, x_rs, x_cs, k = _strides(x)
+    if out_transposed:
         y = cupy.empty((k, nout), dtype=x.dtype)
         y_rs, y_cs = 1, nout
     else:
         y = cupy.empty((nout, k), dtype=x.dtype)
         y_rs, y_cs = k, 1
     nblocks = keys.shape[0]
-    nwarps = -(-nblocks // WARP)
     head = _scratch_bytes(nblocks, k, x.dtype)[1]
-    if scratch is None:
-        scratch = _new_scratch(nblocks, k, x.dtype)
+    scratch = _new_scratch(nblocks, k, x.dtype)
     # a vector in and out: the kernel whose index arithmetic is constant
-    unit = "_unit" if k == 1 and x_rs == 1 and y_rs == 1 else ""
-    name = ("bmsparse_spmv_rows" if order is None else "bmsparse_spmv_cols") + unit \
-        + ("_dense" if dense else "")
-    kernel = _kernels.get_kernel(_DENSE_KERNELS if dense else _KERNELS, name, T=x.dtype)
+    unit = k == 1 and x_rs == 1 and y_rs == 1
+    kernel = _kernel(order is not None, unit, dense, x.dtype)
     values = _kernels.or_null(values)
     if order is None:
         args = (keys, bitmaps, offsets, values, ptr)
@@ -237,9 +283,8 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
         args = (*args, i64(nblocks), base, i64(x_rs), i64(x_cs), i64(k), i64(nout), y,
                 i64(y_rs), i64(y_cs), carry, count)
     # every array is the matrix's own, contiguous base or new: no cast step
-    _kernels.launch(kernel, max(nwarps * WARP, ptr.shape[0] - 1) * k, args, block=_THREADS,
-                    shared_mem=0 if dense else BLOCK * _THREADS * x.dtype.itemsize,
-                    cast=False)
+    _kernels.launch(kernel, max(-(-nblocks // WARP) * WARP, ptr.shape[0] - 1) * k, args,
+                    block=_THREADS, shared_mem=_shared_mem(dense, x.dtype), cast=False)
     return y
 
 

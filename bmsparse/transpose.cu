@@ -51,6 +51,8 @@
 //   long long nblocks, nbcols        - blocks and block columns of A
 //   long long groups, group_shift    - buckets per block column, and log2 of
 //                                      the block rows per bucket
+//   long long by_rows                - nonzero: the counters row group after
+//                                      row group (see slot())
 //   long long outputs                - see above
 //   u64       work[nbcols * groups + 3 + grid] - zeroed: the bucket counters,
 //                                      the barrier, the thread blocks' sums, the
@@ -135,10 +137,12 @@ struct Columns {
     const u64* __restrict__ keys;
     const u64* __restrict__ bitmaps;
     int outputs;           // 0: `order` and `ptr` only, 1: and the blocks, 2: and the values
+    long long nbcols;
     long long groups;      // buckets per block column
     int group_shift;       // a bucket holds 2^group_shift block rows of its column
-    u64* counters;         // [nbuckets]: counts, then first (value << 32 | block); from
-                           // pass 3 on, the low half is the bucket's end
+    bool by_rows;          // the counters' order, see slot()
+    u64* counters;         // [nbuckets], at slot(c, g): counts, then first (value << 32 |
+                           // block); from pass 3 on, the low half is the bucket's end
     unsigned int* placed;  // [nblocks]: each bucket's blocks, unsorted (pass 3)
     unsigned int* longer;  // [nblocks / 32 + 1]: the buckets of more than
                            // BMSPARSE_TRANSPOSE_SHORT blocks, in no order (pass 2)
@@ -166,26 +170,65 @@ __device__ __forceinline__ u64 value_count(const Columns& k, long long s)
     return k.outputs ? (u64)__popcll(k.bitmaps[s]) : 0ull;
 }
 
-__device__ __forceinline__ long long bucket_of(const Columns& k, u64 key)
+// the counter of bucket (c, g), block column c's g-th group of block rows:
+// in the output's order (column after column), or, `by_rows`, row group
+// after row group. Passes 1 and 3 take A's blocks in block-row order, and
+// with many counters (transpose.py's ROW_GROUP_COUNTERS) their scattered
+// atomics miss L2 when the blocks in flight update counters across the
+// whole array; by rows they update one row group's counters, a stretch
+// that stays in L2 (surrogate, 1.0 M counters: pass 1 40 -> 17 us, pass 3
+// 23 -> 10). With fewer counters the output's order is better: pass 2 reads
+// them in that order, and by rows a warp's loads scatter when the groups
+// are many (email-Enron, 72 a column: pass 2 12 -> 21 us)
+__device__ __forceinline__ long long slot(const Columns& k, long long c, long long g)
 {
-    return (long long)block_col(key) * k.groups + (long long)(block_row(key) >> k.group_shift);
+    return k.by_rows ? g * k.nbcols + c : c * k.groups + g;
 }
 
-// after pass 3: bucket b's blocks are placed[bucket_start(b), bucket_end(b))
-__device__ __forceinline__ long long bucket_end(const Columns& k, long long b)
+__device__ __forceinline__ long long group_of(const Columns& k, u64 key)
 {
-    return (long long)(__ldcg(k.counters + b) & 0xffffffffull);
+    return (long long)(block_row(key) >> k.group_shift);
 }
 
-__device__ __forceinline__ long long bucket_start(const Columns& k, long long b)
+__device__ __forceinline__ long long slot_of(const Columns& k, u64 key)
 {
-    return b ? bucket_end(k, b - 1) : 0;
+    return slot(k, (long long)block_col(key), group_of(k, key));
 }
 
-// the first value of bucket b's blocks in A.T
-__device__ __forceinline__ u64 bucket_values(const Columns& k, long long b)
+// after pass 3: bucket (c, g)'s blocks are placed[bucket_start(c, g), bucket_end(c, g))
+__device__ __forceinline__ long long bucket_end(const Columns& k, long long c, long long g)
 {
-    return __ldcg(k.counters + b) >> 32;
+    return (long long)(__ldcg(k.counters + slot(k, c, g)) & 0xffffffffull);
+}
+
+// bucket b of the output's order, b = c * groups + g, as (c, g): b is below
+// 2^32 (transpose.py's bucket_shift leaves at most 2^32 - 1 buckets), so a
+// 32-bit division does
+__device__ __forceinline__ void bucket_at(const Columns& k, long long b, long long* c,
+                                          long long* g)
+{
+    *c = (long long)((unsigned int)b / (unsigned int)k.groups);
+    *g = b - *c * k.groups;
+}
+
+__device__ __forceinline__ long long slot_at(const Columns& k, long long b)
+{
+    if (!k.by_rows) return b;
+    long long c, g;
+    bucket_at(k, b, &c, &g);
+    return slot(k, c, g);
+}
+
+// the end of the bucket before, in the output's order (column by column)
+__device__ __forceinline__ long long bucket_start(const Columns& k, long long c, long long g)
+{
+    return g ? bucket_end(k, c, g - 1) : c ? bucket_end(k, c - 1, k.groups - 1) : 0;
+}
+
+// the first value of bucket (c, g)'s blocks in A.T
+__device__ __forceinline__ u64 bucket_values(const Columns& k, long long c, long long g)
+{
+    return __ldcg(k.counters + slot(k, c, g)) >> 32;
 }
 
 // a warp or the whole thread block sorting one bucket together: the
@@ -311,8 +354,8 @@ __device__ bool bin_sort(const unsigned int* in, I n, V* out, unsigned int* coun
 __device__ __forceinline__ void rank_in_short_bucket(const Columns& k, long long s)
 {
     const u64 key = k.keys[s];
-    const long long b = bucket_of(k, key);
-    const long long lo = bucket_start(k, b), n = bucket_end(k, b) - lo;
+    const long long c = block_col(key), g = group_of(k, key);
+    const long long lo = bucket_start(k, c, g), n = bucket_end(k, c, g) - lo;
     if (n > BMSPARSE_TRANSPOSE_SHORT) return;
     long long rank = 0;
     u64 before = 0;
@@ -328,16 +371,16 @@ __device__ __forceinline__ void rank_in_short_bucket(const Columns& k, long long
             }
         }
     }
-    write_loaded(k, block_col(key), lo + rank, s, key, k.outputs ? k.bitmaps[s] : 0ull,
-                 bucket_values(k, b) + before);
+    write_loaded(k, c, lo + rank, s, key, k.outputs ? k.bitmaps[s] : 0ull,
+                 bucket_values(k, c, g) + before);
 }
 
-// pass 4's output for bucket b of column c, its blocks sorted in a[0, n):
+// pass 4's output for bucket (c, g), its blocks sorted in a[0, n):
 // each thread of the warp (thread block) writes a run of consecutive output
 // blocks, after one scan of the runs' values, loading a few blocks at a
 // time (the stores between would keep the compiler from moving the loads up)
 template <bool WHOLE_BLOCK, typename V>
-__device__ void write_sorted(const Columns& k, long long c, long long b, long long lo,
+__device__ void write_sorted(const Columns& k, long long c, long long g, long long lo,
                              const V* a, long long n, u64* warp_sums)
 {
     const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
@@ -347,7 +390,7 @@ __device__ void write_sorted(const Columns& k, long long c, long long b, long lo
     u64 sum = 0, total;
     for (long long i = i0; i < i1; ++i)
         sum += value_count(k, (long long)a[i]);
-    u64 at = bucket_values(k, b) + group_exclusive_scan<WHOLE_BLOCK>(sum, warp_sums, &total);
+    u64 at = bucket_values(k, c, g) + group_exclusive_scan<WHOLE_BLOCK>(sum, warp_sums, &total);
     for (long long i = i0; i < i1; i += 4) {
         long long s[4];
         u64 key[4], bitmap[4];
@@ -375,8 +418,8 @@ __device__ void write_sorted(const Columns& k, long long c, long long b, long lo
 // blocks took 100 us as one bucket): by bins of block rows, else by the bitonic
 // network
 template <bool WHOLE_BLOCK, typename I, typename V>
-__device__ void sort_bucket(const Columns& k, long long b, long long lo, I n, V* sorted,
-                            unsigned int* counts, u64* warp_sums)
+__device__ void sort_bucket(const Columns& k, long long c, long long g, long long lo, I n,
+                            V* sorted, unsigned int* counts, u64* warp_sums)
 {
     if (!bin_sort<WHOLE_BLOCK>(k.placed + lo, n, sorted, counts, warp_sums)) {
         for (I i = group_rank<WHOLE_BLOCK>(); i < n; i += group_size<WHOLE_BLOCK>())
@@ -384,7 +427,7 @@ __device__ void sort_bucket(const Columns& k, long long b, long long lo, I n, V*
         group_sync<WHOLE_BLOCK>();
         group_sort<WHOLE_BLOCK>(sorted, n);
     }
-    write_sorted<WHOLE_BLOCK>(k, b / k.groups, b, lo, sorted, (long long)n, warp_sums);
+    write_sorted<WHOLE_BLOCK>(k, c, g, lo, sorted, (long long)n, warp_sums);
     group_sync<WHOLE_BLOCK>();  // `sorted` is reused
 }
 
@@ -413,34 +456,41 @@ __device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsign
         __syncthreads();
         if (first + threadIdx.x < mine) {
             const long long b = __ldcg(k.longer + blockIdx.x + (first + threadIdx.x) * gridDim.x);
-            if (bucket_end(k, b) - bucket_start(k, b) > most_medium)
+            long long c, g;
+            bucket_at(k, b, &c, &g);
+            if (bucket_end(k, c, g) - bucket_start(k, c, g) > most_medium)
                 longer[atomicAdd(&nlonger, 1)] = (unsigned int)b;
             else
                 medium[atomicAdd(&nmedium, 1)] = (unsigned int)b;
         }
         __syncthreads();
         for (int m = warp; m < nmedium; m += BMSPARSE_TRANSPOSE_WARPS) {
-            const long long b = medium[m], lo = bucket_start(k, b);
-            sort_bucket<false>(k, b, lo, (int)(bucket_end(k, b) - lo),
+            long long c, g;
+            bucket_at(k, medium[m], &c, &g);
+            const long long lo = bucket_start(k, c, g);
+            sort_bucket<false>(k, c, g, lo, (int)(bucket_end(k, c, g) - lo),
                                tile + warp * BMSPARSE_TRANSPOSE_MEDIUM, bin_counts + warp * 32,
                                nullptr);
         }
         __syncthreads();
         // (the warps' bin counts are free again)
         for (int m = 0; m < nlonger; ++m) {
-            const long long b = longer[m], lo = bucket_start(k, b), n = bucket_end(k, b) - lo;
+            long long c, g;
+            bucket_at(k, longer[m], &c, &g);
+            const long long lo = bucket_start(k, c, g), n = bucket_end(k, c, g) - lo;
             if (n <= BMSPARSE_TRANSPOSE_SHARED)
-                sort_bucket<true>(k, b, lo, n, tile, bin_counts, warp_sums);
+                sort_bucket<true>(k, c, g, lo, n, tile, bin_counts, warp_sums);
             else  // order[lo + i] is written as it already is
-                sort_bucket<true>(k, b, lo, n, k.order + lo, bin_counts, warp_sums);
+                sort_bucket<true>(k, c, g, lo, n, k.order + lo, bin_counts, warp_sums);
         }
         __syncthreads();
     }
 }
 
-// pass 2: exclusive scan of the bucket counters in place, each thread block
-// scanning an equal run of buckets after the sum of the runs before it; the
-// buckets pass 4 sorts are listed
+// pass 2: exclusive scan of the bucket counters in place, in the output's
+// order (bucket b = c * groups + g), each thread block scanning an equal
+// run of buckets after the sum of the runs before it; the buckets pass 4
+// sorts are listed
 __device__ void scan_buckets(const Columns& k, long long nbuckets, u64* bar, u64* block_sums,
                              u64* warp_sums)
 {
@@ -448,7 +498,8 @@ __device__ void scan_buckets(const Columns& k, long long nbuckets, u64* bar, u64
     const long long lo = blockIdx.x * run;
     const long long hi = lo + run < nbuckets ? lo + run : nbuckets;
     u64 sum = 0, total;
-    for (long long b = lo + threadIdx.x; b < hi; b += blockDim.x) sum += __ldcg(k.counters + b);
+    for (long long b = lo + threadIdx.x; b < hi; b += blockDim.x)
+        sum += __ldcg(k.counters + slot_at(k, b));
     block_exclusive_scan(sum, warp_sums, &total);
     if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
     grid_barrier(bar);
@@ -458,9 +509,10 @@ __device__ void scan_buckets(const Columns& k, long long nbuckets, u64* bar, u64
     block_exclusive_scan(before, warp_sums, &before);
     for (long long b0 = lo; b0 < hi; b0 += blockDim.x) {
         const long long b = b0 + threadIdx.x;
-        const u64 v = b < hi ? __ldcg(k.counters + b) : 0ull;
+        u64* counter = k.counters + (b < hi ? slot_at(k, b) : 0);
+        const u64 v = b < hi ? __ldcg(counter) : 0ull;
         const u64 at = before + block_exclusive_scan(v, warp_sums, &total);
-        if (b < hi) k.counters[b] = at;
+        if (b < hi) *counter = at;
         if ((v & 0xffffffffull) > BMSPARSE_TRANSPOSE_SHORT)
             k.longer[atomicAdd(k.nlonger, 1ull)] = (unsigned int)b;
         before += total;
@@ -472,6 +524,7 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
     long long nblocks, long long nbcols, long long groups, long long group_shift,
+    long long by_rows,
     long long outputs, u64* work, long long* ptr, unsigned int* placed, long long* order,
     u64* t_keys, u64* t_bitmaps, long long* t_offsets, T* t_values)
 {
@@ -482,15 +535,15 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     u64* bar = work + nbuckets;
     // a flag, not null pointers, says which outputs are wanted: an empty
     // array's pointer is null too
-    Columns k = {keys, bitmaps, (int)outputs, groups, (int)group_shift, work, placed,
-                 placed + nblocks, work + nbuckets + 2 + gridDim.x, order, t_keys, t_bitmaps,
-                 t_offsets};
+    Columns k = {keys, bitmaps, (int)outputs, nbcols, groups, (int)group_shift, by_rows != 0,
+                 work, placed, placed + nblocks, work + nbuckets + 2 + gridDim.x, order,
+                 t_keys, t_bitmaps, t_offsets};
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long nthreads = gridDim.x * (long long)blockDim.x;
 
     // 1. count
     for (long long s = tid; s < nblocks; s += nthreads)
-        atomicAdd(k.counters + bucket_of(k, keys[s]), (value_count(k, s) << 32) | 1ull);
+        atomicAdd(k.counters + slot_of(k, keys[s]), (value_count(k, s) << 32) | 1ull);
     grid_barrier(bar);
     // 2. scan
     scan_buckets(k, nbuckets, bar, work + nbuckets + 2, warp_sums);
@@ -498,14 +551,14 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     // 3. place: the low halves are the buckets' cursors (a bucket's last
     // place is below 2^32, so they never carry into the high halves)
     for (long long s = tid; s < nblocks; s += nthreads) {
-        const u64 at = atomicAdd(k.counters + bucket_of(k, keys[s]), 1ull);
+        const u64 at = atomicAdd(k.counters + slot_of(k, keys[s]), 1ull);
         placed[at & 0xffffffffull] = (unsigned int)s;
     }
     grid_barrier(bar);
     // 4. sort and write (the counters' high halves still hold the buckets'
     // first values); a column starts with its first bucket
     for (long long c = tid; c <= nbcols; c += nthreads)
-        ptr[c] = c < nbcols ? bucket_start(k, c * groups) : nblocks;
+        ptr[c] = c < nbcols ? bucket_start(k, c, 0) : nblocks;
     for (long long s = tid; s < nblocks; s += nthreads) rank_in_short_bucket(k, s);
     sort_longer_buckets(k, tile, lists, warp_sums);
     if (outputs == 0) return;

@@ -108,11 +108,21 @@ def _set_bucket_rows(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         monkeypatch.setattr(transpose, "bucket_shift", lambda *args: shift)
 
 
+@pytest.fixture(params=["by column", "by rows"])
+def counters(request, monkeypatch):
+    """The one-launch kernel's bucket counters in the output's order, or row
+    group after row group (every matrix here has fewer buckets than
+    ``ROW_GROUP_COUNTERS``, which picks the second)."""
+    if request.param == "by rows":
+        monkeypatch.setattr(transpose, "ROW_GROUP_COUNTERS", 0)
+    return request.param
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("buckets", ["one-launch by column", "one-launch", "sort"])
 @pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "complex128"])
 @pytest.mark.parametrize("case", ["tall", "full-block", "empty", "dense", "wide"])
-def test_stage_cuda_equals_numpy(case, dtype, buckets, monkeypatch):
+def test_stage_cuda_equals_numpy(case, dtype, buckets, counters, monkeypatch):
     if buckets == "sort":
         monkeypatch.setattr(transpose, "_one_launch", lambda *args: False)
     elif buckets == "one-launch by column":
@@ -161,7 +171,8 @@ def _column_lengths_matrix(lengths: list[int], dtype: str, seed: int,
 @pytest.mark.parametrize("buckets", BUCKET_ROWS)
 @pytest.mark.parametrize("clustered", [False, True], ids=["spread", "clustered"])
 @pytest.mark.parametrize("dtype", ["bool", "float64"])
-def test_one_launch_sorts_columns_of_every_length(dtype, clustered, buckets, monkeypatch):
+def test_one_launch_sorts_columns_of_every_length(dtype, clustered, buckets, counters,
+                                                  monkeypatch):
     # a thread ranks a block in a bucket of up to 32; the few longer
     # buckets are sorted by thread blocks (the warps' path: the next test),
     # in shared memory up to BMSPARSE_TRANSPOSE_SHARED; by bins of block
@@ -178,7 +189,7 @@ def test_one_launch_sorts_columns_of_every_length(dtype, clustered, buckets, mon
 
 
 @pytest.mark.gpu
-def test_one_launch_sorts_many_medium_buckets_by_warps(monkeypatch):
+def test_one_launch_sorts_many_medium_buckets_by_warps(counters, monkeypatch):
     # more listed buckets than BMSPARSE_TRANSPOSE_FEW (4) per thread block:
     # the warps sort the medium ones side by side
     from bmsparse import _kernels
@@ -193,7 +204,7 @@ def test_one_launch_sorts_many_medium_buckets_by_warps(monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("buckets", BUCKET_ROWS)
-def test_column_pointer_alone_equals_numpy(buckets, monkeypatch):
+def test_column_pointer_alone_equals_numpy(buckets, counters, monkeypatch):
     _set_bucket_rows(monkeypatch, buckets)
     a = BitmapMatrix(_column_lengths_matrix([3, 40, 0, 1, 700], "float64", seed=9))
     nbrows = _format.nblocks_along(a.shape[0])

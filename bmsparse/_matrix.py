@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import _readback, convert
+from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
 from ._sputils import (check_cupyx_dtype, check_dtype, check_shape, csr_from_arrays,
@@ -136,13 +137,16 @@ class BitmapMatrix:
     def _arrays(self) -> tuple[Any, Any, Any, Any]:
         source = self._transpose_of
         if source is not None:
-            from .transpose import transpose
-
-            *arrays, column = transpose(source.keys, source.bitmaps, source.offsets,
-                                        source.values, source.nnz,
-                                        nblocks_along(source.shape[0]),
-                                        nblocks_along(source.shape[1]),
-                                        source._cache.get("column_pointer"))
+            # the source is never a lazy transpose itself (A.T.T is A): its
+            # arrays are read directly, and a pattern matrix's unknown nnz is
+            # bounded instead of counted (a sync)
+            keys = source._keys
+            nnz = source._nnz if source._nnz is not None else BLOCK * BLOCK * keys.shape[0]
+            *arrays, column = _transpose.transpose(keys, source._bitmaps, source._offsets,
+                                                   source._values, nnz,
+                                                   nblocks_along(source._shape[0]),
+                                                   nblocks_along(source._shape[1]),
+                                                   source._cache.get("column_pointer"))
             # the transpose's column order is the source's: kept for A.T @ x
             if column is not None:
                 source._cache["column_pointer"] = column
@@ -181,9 +185,7 @@ class BitmapMatrix:
         computed once (or kept from the transpose)."""
         column = self._cache.get("column_pointer")
         if column is None:
-            from .transpose import column_pointer
-
-            column = self._cache["column_pointer"] = column_pointer(
+            column = self._cache["column_pointer"] = _transpose.column_pointer(
                 self.keys, nblocks_along(self.shape[0]), nblocks_along(self.shape[1]))
         return column
 
@@ -191,14 +193,12 @@ class BitmapMatrix:
         """The blocks in (block column, block row) order, computed once
         (without the block-column pointer for a hypersparse matrix, whose
         pointer would scale with its shape)."""
-        from . import transpose
-
-        if "column_pointer" in self._cache or not transpose.hypersparse(
+        if "column_pointer" in self._cache or not _transpose.hypersparse(
                 self.keys.shape[0], nblocks_along(self.shape[1])):
             return self._column_pointer()[0]
         order = self._cache.get("column_order")
         if order is None:
-            order = self._cache["column_order"] = transpose.column_order(self.keys)
+            order = self._cache["column_order"] = _transpose.column_order(self.keys)
         return order
 
     @classmethod

@@ -97,7 +97,9 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbro
         C-contiguous, as a BitmapMatrix's arrays are (the GPU kernel is
         launched without checking).
     nnz : int
-        Values of A (``offsets[-1]``, known on the host).
+        Values of A (``offsets[-1]``), or a bound of them (64 a block) when
+        they are not known on the host: the one-launch kernel needs fewer
+        than 2^32.
     nbrows, nbcols : int
         Block rows and block columns of A.
     column : (order, ptr), optional

@@ -57,6 +57,18 @@ def test_transpose_is_computed_once(monkeypatch):
     assert calls == [1]
 
 
+def test_transpose_of_a_pattern_matrix_leaves_its_nnz_uncounted(xp):
+    # a pattern matrix made by an operation that did not count its entries:
+    # its transpose bounds them (64 a block) rather than counting (a sync)
+    a = random_matrix((37, 51), 0.2, "bool", seed=4)
+    source = ours(a, xp)
+    source._nnz = None
+    t = source.T
+    t.keys  # noqa: B018 - computes the transpose
+    assert source._nnz is None
+    assert_same_csr(t.get().to_scipy(), a.T, rtol=0)
+
+
 def test_column_order_sorts_by_column_then_row(xp):
     a = ours(random_matrix((70, 45), 0.1, "float64", seed=4), xp)
     order = transpose.column_order(a.keys)

@@ -324,8 +324,11 @@ class BitmapMatrix:
                                 values, shape)
         indptr, indices = (_contiguous(x) for x in (indptr, indices))
         values = None if values is None else _contiguous(values)
-        keys, bitmaps, offsets, values = convert.csr_to_bitmap(indptr, indices, values, shape)
-        return cls._from_blocks(keys, bitmaps, offsets, values, shape)
+        blocks, rows = convert.csr_to_bitmap_rows(indptr, indices, values, shape)
+        m = cls._from_blocks(*blocks, shape)
+        if rows is not None:  # found by the conversion: no launch or sync when asked for
+            m._cache["row_pointer"], m._cache["longest_row"] = rows
+        return m
 
     @classmethod
     def from_dense(cls, a: Any) -> BitmapMatrix:

@@ -209,6 +209,8 @@ __device__ __forceinline__ long long count_below(const I* indices, long long fir
 //                                  by a one-launch scan (_cuda/scan.cuh)
 //   bmsparse_convert_csr_count   : the blocks of every window, and the range
 //                                  and order errors of the entries
+//   bmsparse_convert_csr_rows    : the block-row pointer and the longest block
+//                                  row, from the scan of the counts
 //   bmsparse_convert_csr_write   : the blocks and values
 // Work: O(nnz + blocks) and a binary search per row of a window of a cut
 // block row; each entry is read twice (once more in cut block rows, checked
@@ -398,6 +400,46 @@ __global__ void bmsparse_convert_csr_count(
     csr_walk<double, I, false>(indptr, indices, nullptr, nrows, ncols, window, windows,
                                nwindows, capacity, errors, counts, nullptr, nullptr, nullptr,
                                nullptr);
+}
+
+// The block-row pointer and the longest block row of the walk's blocks, from
+// the windows and the scan of their counts, before the sync that reads the
+// block count: a product of the fresh matrix then needs neither
+// bmsparse_convert_row_pointer nor a sync of its own to choose its strategy.
+// A block row's windows are consecutive, so its blocks are
+// [starts[w], starts[w + nwin]) for its first window w.
+//   (indptr, nrows, window, windows, nwindows, capacity as for the count kernel)
+//   int       errors[1]        - a bad indptr gave every block row one window
+//   long long starts[capacity + 1] - exclusive scan of the count kernel's counts
+//   long long nbrows
+//   long long brow_ptr[nbrows + 1] - out
+//   u64       longest[1]       - zeroed; out: the most blocks in one block row
+// Launch: one thread per window of capacity, blocks of a multiple of 32.
+template <typename I>
+__global__ void bmsparse_convert_csr_rows(
+    const I* __restrict__ indptr, long long nrows, long long window,
+    const u64* __restrict__ windows, const long long* __restrict__ nwindows,
+    long long capacity, const int* errors, const long long* __restrict__ starts,
+    long long nbrows, long long* __restrict__ brow_ptr, u64* __restrict__ longest)
+{
+    const long long w = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    u64 length = 0;
+    if (w < capacity && w < *nwindows) {
+        const u64 item = windows[w];
+        if ((item & 0xffffffffull) == 0) {  // the block row's first window
+            const long long i = (long long)(item >> 32);
+            const long long nwin = (*(volatile const int*)errors & BMSPARSE_ERR_INDPTR)
+                                       ? 1 : csr_windows(indptr, nrows, i, window);
+            const long long end = starts[w + nwin];
+            brow_ptr[i] = starts[w];
+            if (i == nbrows - 1) brow_ptr[nbrows] = end;
+            length = (u64)(end - starts[w]);
+        }
+    }
+    // one atomic a warp (one a block row on one word took 105 us on the surrogate)
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) length = max(length, __shfl_xor_sync(0xffffffffu, length, d));
+    if ((threadIdx.x & 31u) == 0 && length) atomicMax(longest, length);
 }
 
 //   (the arguments of bmsparse_convert_csr_count, checked by it, and)

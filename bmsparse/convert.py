@@ -29,6 +29,7 @@ _kernels.register(_KERNELS, {
     "bmsparse_convert_block_heads": (),
     "bmsparse_convert_csr_windows": ("I",),
     "bmsparse_convert_csr_count": ("I",),
+    "bmsparse_convert_csr_rows": ("I",),
     "bmsparse_convert_csr_write": ("T", "I"),
     "bmsparse_convert_expand_entries": (),
     "bmsparse_convert_segment_lengths": (),
@@ -132,6 +133,18 @@ def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]
     keys, bitmaps, offsets, values
         As for :func:`coo_to_bitmap`.
     """
+    return csr_to_bitmap_rows(indptr, indices, values, shape)[0]
+
+
+#: the block-row pointer (int64 [nbrows + 1]) and the most blocks in one block row
+Rows = tuple[Any, int]
+
+
+def csr_to_bitmap_rows(indptr: Any, indices: Any, values: Any,
+                       shape: tuple[int, int]) -> tuple[Blocks, Rows | None]:
+    """:func:`csr_to_bitmap`, and what :func:`row_pointer` would give for its
+    blocks when the conversion found it on the way (the GPU's walk of a
+    canonical CSR, in the same sync as the block count; else None)."""
     xp = get_array_module(indptr, indices, values)
     check_index("indptr", indptr)
     check_index("indices", indices)
@@ -152,7 +165,7 @@ def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]
         xp, None, indices, indptr, shape)
     errors = errors | _indptr_errors(xp, indptr, indices.shape[0])
     return _to_blocks(xp, (keys, bits, order, entry_heads, block_heads, errors), values,
-                      explain)
+                      explain), None
 
 
 #: error bit of a CSR row whose indices are not strictly increasing (convert.cu)
@@ -167,14 +180,16 @@ _NO_BLOCK_COL = (1 << 32) - 1
 
 
 def _walk_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
-                        shape: tuple[int, int], explain: Callable[[], str]) -> Blocks | None:
-    """Blocks of a canonical CSR matrix on the GPU, without a sort; None if it is
-    not canonical (or wider than the walk's block columns).
+                        shape: tuple[int, int],
+                        explain: Callable[[], str]) -> tuple[Blocks, Rows] | None:
+    """Blocks of a canonical CSR matrix on the GPU, without a sort, and their
+    :data:`Rows`; None if it is not canonical (or wider than the walk's block
+    columns).
 
     A group of 8 lanes walks the 8 rows of a block row (or of a window of
     one, for long block rows) in step (``convert.cu``): the indptr check,
-    the windows, the counting walk, a scan, one sync (the block count and
-    the errors), the writing walk.
+    the windows, the counting walk, a scan, the rows, one sync (the block
+    count, the errors and the longest block row), the writing walk.
     """
     nnz = indices.shape[0]
     nrows, ncols = shape
@@ -188,12 +203,13 @@ def _walk_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
     window = max(CSR_WINDOW, 1)
     capacity = nbrows + nnz // window + 1
     ntiles = -(-nbrows // _primitives.SCAN_TILE)
-    # scratch in one allocation: the windows' scan state and their number
-    # (zeroed), the windows, the blocks of each
-    zeroed = 8 * (2 + 3 * ntiles)
+    # scratch in one allocation: the windows' scan state, their number and
+    # the longest block row (zeroed), the windows, the blocks of each
+    zeroed = 8 * (3 + 3 * ntiles)
     work = cupy.cuda.alloc(zeroed + 16 * capacity)
     work.memset_async(0, zeroed)
-    nwindows = np.uint64(work.ptr + zeroed - 8)
+    nwindows = np.uint64(work.ptr + zeroed - 16)
+    longest = _kernels.device_array(work, zeroed - 8, 1, np.uint64)
     windows = _kernels.device_array(work, zeroed, capacity, np.uint64)
     counts = _kernels.device_array(work, zeroed + 8 * capacity, capacity, np.int64)
     i64 = np.int64
@@ -206,7 +222,15 @@ def _walk_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_count", I=index)
     _kernels.launch(kernel, 8 * capacity, (*walk, errors, counts), cast=False)
     starts = _primitives.exclusive_scan(xp, counts)
-    nblocks, error = _readback.read_ints((starts, -1), (errors, 0))  # sync: size and errors
+    brow_ptr = _kernels.device_empty(nbrows + 1, np.int64)
+    if nbrows == 0:
+        brow_ptr.fill(0)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_convert_csr_rows", I=index)
+    _kernels.launch(kernel, capacity, (indptr, i64(nrows), i64(window), windows, nwindows,
+                                       i64(capacity), errors, starts, i64(nbrows), brow_ptr,
+                                       longest), cast=False)
+    # sync: size, errors and the longest block row
+    nblocks, error, longest_row = _readback.read_ints((starts, -1), (errors, 0), (longest, 0))
     if error == _NOT_CANONICAL:
         return None
     if error:
@@ -220,7 +244,7 @@ def _walk_canonical_csr(xp: Any, indptr: Any, indices: Any, values: Any,
         walk[0], walk[1], null if values is None else values, *walk[2:], starts, i64(nnz),
         i64(nblocks), keys, bitmaps, offsets, null if out_values is None else out_values),
         cast=False)
-    return keys, bitmaps, offsets, out_values
+    return (keys, bitmaps, offsets, out_values), (brow_ptr, longest_row)
 
 
 #: error bit of an indptr that does not start at 0, decreases or does not end at nnz

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 import bmsparse._sputils as sputils
 from bmsparse import BitmapMatrix, convert
-from tests.helpers import spy_argsort
+from tests.helpers import assert_same_csr, scipy_product, spy_argsort
 
 TOP = 1 << 63
 ALL_ONES = (1 << 64) - 1
@@ -693,3 +693,64 @@ def test_row_pointer_and_longest_row(shape, density, hub, xp):
     np.cumsum(np.bincount(rows, minlength=nbrows), out=want[1:])
     np.testing.assert_array_equal(ptr, want)
     assert int(longest[0]) == (int(np.diff(want).max()) if nbrows else 0)
+
+
+def row_pointer_on_host(keys, nrows: int) -> tuple[np.ndarray, int]:
+    ptr, longest = convert.row_pointer(host(keys), -(-nrows // 8))
+    return ptr, int(longest[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("window", [1, 5, 32])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_csr_walk_finds_the_row_pointer(seed, window, monkeypatch):
+    # every kind of block row the walk cuts into windows; the row pointer and
+    # longest block row come with the blocks, as row_pointer finds them
+    import cupy
+
+    monkeypatch.setattr(convert, "CSR_WINDOW", window)
+    rows, cols, values, shape = long_block_rows(seed)
+    (keys, *_), found = convert.csr_to_bitmap_rows(*as_csr(cupy, rows, cols, values, shape),
+                                                   shape)
+    ptr, longest = row_pointer_on_host(keys, shape[0])
+    assert found is not None
+    np.testing.assert_array_equal(host(found[0]), ptr)
+    assert found[1] == longest
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,density", [(0, 5, 0.0), (13, 9, 0.0), (1, 1, 1.0),
+                                         (1000, 1000, 0.01), (333, 4100, 0.2),
+                                         (2001, 17, 0.3)])
+def test_csr_walk_row_pointer_of_random_matrices(m, n, density):
+    import cupy
+
+    a = sp.random_array((m, n), density=density, format="csr", rng=m + n)
+    (keys, *_), found = convert.csr_to_bitmap_rows(
+        cupy.asarray(a.indptr), cupy.asarray(a.indices), cupy.asarray(a.data), (m, n))
+    ptr, longest = row_pointer_on_host(keys, m)
+    np.testing.assert_array_equal(host(found[0]), ptr)
+    assert found[1] == longest
+
+
+def test_rows_come_only_from_the_walk(xp):
+    # the host's sort, and a CSR whose rows are out of order, leave them unknown
+    indptr, indices = xp.asarray([0, 2, 3]), xp.asarray([5, 1, 0])
+    _, found = convert.csr_to_bitmap_rows(indptr, indices, xp.ones(3), (2, 8))
+    assert found is None
+
+
+@pytest.mark.gpu
+def test_a_fresh_matrix_multiplies_without_finding_its_rows_again(monkeypatch):
+    import cupy
+    import cupyx.scipy.sparse as csp
+
+    from bmsparse import spgemm
+
+    a = sp.random_array((500, 500), density=0.02, format="csr", rng=4)
+    fresh = BitmapMatrix.from_cupyx(csp.csr_matrix(sp.csr_matrix(a)))
+    monkeypatch.setattr(convert, "row_pointer", lambda *args: pytest.fail("found again"))
+    c = spgemm(fresh, fresh)
+    monkeypatch.undo()  # C's own rows are found when it is converted
+    assert_same_csr(c.to_scipy(), scipy_product(a, a))
+    cupy.cuda.Device().synchronize()

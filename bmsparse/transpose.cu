@@ -439,6 +439,21 @@ __device__ void sort_bucket(const Columns& k, long long c, long long g, long lon
 // is a chain of several loads per lane for every 32 blocks, which the
 // thread block's runs in one or a few rounds (surrogate 208 -> 194 us in
 // all, email-Enron, whose few buckets are short, 88 -> 92).
+// a bucket of pass 4's lists: its column and group, and its blocks
+// placed[lo, lo + n)
+struct ListedBucket {
+    long long c, g, lo, n;
+};
+
+__device__ __forceinline__ ListedBucket listed_bucket(const Columns& k, long long b)
+{
+    ListedBucket x;
+    bucket_at(k, b, &x.c, &x.g);
+    x.lo = bucket_start(k, x.c, x.g);
+    x.n = bucket_end(k, x.c, x.g) - x.lo;
+    return x;
+}
+
 __device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsigned int* lists,
                                     u64* warp_sums)
 {
@@ -456,32 +471,26 @@ __device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsign
         __syncthreads();
         if (first + threadIdx.x < mine) {
             const long long b = __ldcg(k.longer + blockIdx.x + (first + threadIdx.x) * gridDim.x);
-            long long c, g;
-            bucket_at(k, b, &c, &g);
-            if (bucket_end(k, c, g) - bucket_start(k, c, g) > most_medium)
+            if (listed_bucket(k, b).n > most_medium)
                 longer[atomicAdd(&nlonger, 1)] = (unsigned int)b;
             else
                 medium[atomicAdd(&nmedium, 1)] = (unsigned int)b;
         }
         __syncthreads();
         for (int m = warp; m < nmedium; m += BMSPARSE_TRANSPOSE_WARPS) {
-            long long c, g;
-            bucket_at(k, medium[m], &c, &g);
-            const long long lo = bucket_start(k, c, g);
-            sort_bucket<false>(k, c, g, lo, (int)(bucket_end(k, c, g) - lo),
+            const ListedBucket x = listed_bucket(k, medium[m]);
+            sort_bucket<false>(k, x.c, x.g, x.lo, (int)x.n,
                                tile + warp * BMSPARSE_TRANSPOSE_MEDIUM, bin_counts + warp * 32,
                                nullptr);
         }
         __syncthreads();
         // (the warps' bin counts are free again)
         for (int m = 0; m < nlonger; ++m) {
-            long long c, g;
-            bucket_at(k, longer[m], &c, &g);
-            const long long lo = bucket_start(k, c, g), n = bucket_end(k, c, g) - lo;
-            if (n <= BMSPARSE_TRANSPOSE_SHARED)
-                sort_bucket<true>(k, c, g, lo, n, tile, bin_counts, warp_sums);
+            const ListedBucket x = listed_bucket(k, longer[m]);
+            if (x.n <= BMSPARSE_TRANSPOSE_SHARED)
+                sort_bucket<true>(k, x.c, x.g, x.lo, x.n, tile, bin_counts, warp_sums);
             else  // order[lo + i] is written as it already is
-                sort_bucket<true>(k, c, g, lo, n, k.order + lo, bin_counts, warp_sums);
+                sort_bucket<true>(k, x.c, x.g, x.lo, x.n, k.order + x.lo, bin_counts, warp_sums);
         }
         __syncthreads();
     }

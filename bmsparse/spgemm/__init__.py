@@ -388,11 +388,16 @@ def _csr_result(xp: Any, arrays: list[Any], shape: tuple[int, int], zeros: Any,
                 clock: _StageClock) -> Any:
     """C in CSR from ``multiply.multiply_csr``'s arrays, without its exact zeros
     when ``zeros`` (its zero count or flag) is given."""
+    # made before the compaction's sync, while the GPU still multiplies: most
+    # products drop nothing, and C is then ready when the sync returns
+    c = csr_from_arrays(xp, *arrays, shape)
     if zeros is not None:
-        arrays = compact.compact_csr(*arrays, zeros)
+        kept = compact.compact_csr(*arrays, zeros)
+        if kept[2] is not arrays[2]:
+            c = csr_from_arrays(xp, *kept, shape)
     clock.lap("compact")
     clock.finish()
-    return csr_from_arrays(xp, *arrays, shape)
+    return c
 
 
 def _merged(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,

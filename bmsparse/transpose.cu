@@ -431,14 +431,6 @@ __device__ void sort_bucket(const Columns& k, long long c, long long g, long lon
     group_sync<WHOLE_BLOCK>();  // `sorted` is reused
 }
 
-// pass 4 for the buckets longer than BMSPARSE_TRANSPOSE_SHORT (listed by
-// pass 2): thread block t takes the listed buckets t, t + grid, t + 2 grid,
-// ..., up to one per thread at a time, hands the medium ones to its warps
-// and sorts the long ones itself. With at most BMSPARSE_TRANSPOSE_FEW
-// buckets it sorts all of them itself, one after the other: a warp's sort
-// is a chain of several loads per lane for every 32 blocks, which the
-// thread block's runs in one or a few rounds (surrogate 208 -> 194 us in
-// all, email-Enron, whose few buckets are short, 88 -> 92).
 // a bucket of pass 4's lists: its column and group, and its blocks
 // placed[lo, lo + n)
 struct ListedBucket {
@@ -454,6 +446,14 @@ __device__ __forceinline__ ListedBucket listed_bucket(const Columns& k, long lon
     return x;
 }
 
+// pass 4 for the buckets longer than BMSPARSE_TRANSPOSE_SHORT (listed by
+// pass 2): thread block t takes the listed buckets t, t + grid, t + 2 grid,
+// ..., up to one per thread at a time, hands the medium ones to its warps
+// and sorts the long ones itself. With at most BMSPARSE_TRANSPOSE_FEW
+// buckets it sorts all of them itself, one after the other: a warp's sort
+// is a chain of several loads per lane for every 32 blocks, which the
+// thread block's runs in one or a few rounds (surrogate 208 -> 194 us in
+// all, email-Enron, whose few buckets are short, 88 -> 92).
 __device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsigned int* lists,
                                     u64* warp_sums)
 {

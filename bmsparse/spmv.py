@@ -115,11 +115,7 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
     if xp is not np and x.ndim == 1:  # a vector: the launch kept with the matrix
         y = _launch_kept(a, transpose, x, shape[0], values)
     else:
-        if transpose:
-            order, ptr = column_pointer(a)
-        else:
-            order, ptr = None, row_pointer(a)
-        args = (a.keys, a.bitmaps, a.offsets, values, order, ptr)
+        args = (a.keys, a.bitmaps, a.offsets, values, *_pointers(a, transpose))
         if xp is np:
             y = _spmv_numpy(*args, x if x.ndim == 2 else x.reshape(-1, 1), shape[0])
             y = np.ascontiguousarray(y.T) if out_transposed else y
@@ -175,13 +171,17 @@ def _launch_kept(a: Any, transpose: bool, x: Any, nout: int, values: Any) -> Any
     key = ("spmv_scratch", transpose, x.dtype.char)
     kept = a._cache.get(key)
     if kept is None or kept[0] != stream:
-        if transpose:
-            order, ptr = column_pointer(a)
-        else:
-            order, ptr = None, row_pointer(a)
-        kept = a._cache[key] = (stream, *_unit_launch(a.keys, a.bitmaps, a.offsets, order,
-                                                      ptr, nout, x.dtype, dense_blocks(a)))
+        kept = a._cache[key] = (stream, *_unit_launch(a.keys, a.bitmaps, a.offsets,
+                                                      *_pointers(a, transpose), nout, x.dtype,
+                                                      dense_blocks(a)))
     return _run_unit(kept[1:], values, x)
+
+
+def _pointers(a: Any, transpose: bool) -> tuple[Any, Any]:
+    """(order, ptr) of the kernels: A's blocks in column order and its
+    block-column pointer for ``a.T @ x``; None and the block-row pointer for
+    ``a @ x``."""
+    return column_pointer(a) if transpose else (None, row_pointer(a))
 
 
 def _unit_launch(keys, bitmaps, offsets, order, ptr, nout, dtype, dense):

@@ -15,6 +15,7 @@ Importing this module compiles nothing and needs no GPU.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -244,6 +245,30 @@ def device_array(memory: Any, start: int, size: int, dtype: Any) -> Any:
         bind_cupy()
     # positional arguments: CuPy's constructor parses keywords slowly
     return _NDARRAY((size,), dtype, memory + start if start else memory)
+
+
+def device_arrays(*specs: tuple[Any, Any], zeroed: int = 0) -> list[Any]:
+    """Uninitialised CuPy arrays of ``(shape, dtype)`` each, in one raw
+    allocation, each starting at a multiple of 256 bytes; the last ``zeroed``
+    of them zeroed (one memset). One allocation costs about what each
+    ``cupy.empty`` does; the arrays keep all of it alive, so they should be
+    arrays that die together.
+    """
+    import cupy
+
+    if _NDARRAY is None:
+        bind_cupy()
+    starts, end = [], 0
+    for shape, dtype in specs:
+        starts.append(end)
+        size = shape if isinstance(shape, int) else math.prod(shape)
+        end += -(-size * np.dtype(dtype).itemsize // 256) * 256
+    memory = cupy.cuda.alloc(end)
+    if zeroed and end > starts[-zeroed]:
+        (memory + starts[-zeroed]).memset_async(0, end - starts[-zeroed])
+    return [_NDARRAY(shape if isinstance(shape, tuple) else (shape,), dtype,
+                     memory + start if start else memory)
+            for (shape, dtype), start in zip(specs, starts)]
 
 
 def device_empty(size: int, dtype: Any) -> Any:

@@ -339,9 +339,12 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
 
     task_list, c_allowed = _task_list(a, b, mask, complement, max_bytes)
     clock.lap("tasks")
+    # the pairs' blocks are written for the multiply, where there is one
+    records = not sr.structural and count.records_fit(_most_values(a), _most_values(b))
     counts = count.count(a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b,
-                         task_list.c_ptr, c_allowed)
-    c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz, warp_block = compact.drop_empty(
+                         task_list.c_ptr, c_allowed, (a.offsets, b.offsets) if records else None)
+    pair_blocks = counts.pairs
+    c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz, *warps = compact.drop_empty(
         task_list.c_keys, counts, task_list.c_ptr)
     del counts  # the bitmaps and scan before dropping empty blocks: not kept to the peak
     # a fixed budget covers the task list too; free memory may have been read
@@ -361,12 +364,13 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
              task_list.task_a, task_list.task_b, c_first, c_last)
     if csr:
         *arrays, zero_values = multiply.multiply_csr(*pairs, c_keys, c_bitmaps, c_offsets, nnz,
-                                                     shape, sr, dtype, warp_block, flag)
+                                                     shape, sr, dtype, warps[0], flag,
+                                                     pair_blocks, warps[1])
         clock.lap("multiply")
         return _csr_result(xp, arrays, shape, (flag or zero_values) if drop_zeros else None,
                            clock)
     c_values, zero_values = multiply.multiply(*pairs, c_bitmaps, c_offsets, nnz, sr, dtype,
-                                              warp_block, flag)
+                                              warps[0], flag, pair_blocks, warps[1])
     clock.lap("multiply")
     if drop_zeros:
         c_keys, c_bitmaps, c_offsets, c_values = compact.compact(
@@ -374,6 +378,11 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     clock.lap("compact")
     clock.finish()
     return BitmapMatrix._from_blocks(c_keys, c_bitmaps, c_offsets, c_values, shape)
+
+
+def _most_values(m: BitmapMatrix) -> int:
+    """``m.nnz``, or a bound where counting would sync (a pattern matrix)."""
+    return 64 * m.nblocks if m.values is None else int(m.values.shape[0])
 
 
 def _output_bytes(nnz: int, c_nblocks: int, value_bytes: int, csr: bool) -> int:

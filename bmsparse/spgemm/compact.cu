@@ -50,6 +50,8 @@ __global__ void bmsparse_compact_nonzero_bits(
 //                                        value 32 * w (multiply.cu's
 //                                        bmsparse_multiply_warp_blocks, one launch
 //                                        less before the multiply)
+//   unsigned long long warp_starts[ceil(nnz / 32)] - out (zeroed beforehand), or
+//                                        null: mark_warp_starts' words
 // Launch: one thread per block, 1-D grid. Work: O(c_nblocks).
 extern "C" __global__ void bmsparse_compact_blocks(
     const u64* __restrict__ c_keys, const u64* __restrict__ new_bitmaps,
@@ -58,7 +60,7 @@ extern "C" __global__ void bmsparse_compact_blocks(
     u64* __restrict__ out_keys,
     u64* __restrict__ out_bitmaps, long long* __restrict__ out_offsets,
     long long* __restrict__ out_first, long long* __restrict__ out_last,
-    long long* __restrict__ warp_block)
+    long long* __restrict__ warp_block, unsigned long long* __restrict__ warp_starts)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
@@ -66,7 +68,8 @@ extern "C" __global__ void bmsparse_compact_blocks(
                                           c_nblocks, out_keys, out_bitmaps, out_offsets,
                                           out_first, out_last);
     if (warp_block && d >= 0)
-        mark_warp_starts(warp_block, d, new_offsets[q] >> shift, __popcll(new_bitmaps[q]));
+        mark_warp_starts(warp_block, warp_starts, d, new_offsets[q] >> shift,
+                         __popcll(new_bitmaps[q]));
 }
 
 // bmsparse_compact_blocks (no task runs) and the kept values, in one pass:

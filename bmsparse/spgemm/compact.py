@@ -40,6 +40,9 @@ class Kept(NamedTuple):
     warp_block : int64 [ceil(nnz / 32)] or None
         On the GPU, when blocks were dropped: the block holding value 32 * w,
         for ``multiply.multiply``.
+    warp_starts : uint64 [ceil(nnz / 32)] or None
+        With ``warp_block``: where blocks start inside each warp
+        (``multiply.warp_arrays``).
     """
 
     keys: Any
@@ -49,6 +52,7 @@ class Kept(NamedTuple):
     last: Any
     nnz: int
     warp_block: Any = None
+    warp_starts: Any = None
 
 
 def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
@@ -77,9 +81,9 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
     if kept == n:
         return Kept(c_keys, counts.bitmaps, counts.offsets(), c_ptr[:-1], c_ptr[1:], nnz)
     offsets = counts.offsets() if xp is np else counts.scan
-    *blocks, warp_block = _keep_blocks(xp, c_keys, counts.bitmaps, offsets, rank, kept, c_ptr,
-                                       counts.shift, nnz)
-    return Kept(*blocks, nnz, warp_block)
+    *blocks, warp_block, warp_starts = _keep_blocks(xp, c_keys, counts.bitmaps, offsets, rank,
+                                                    kept, c_ptr, counts.shift, nnz)
+    return Kept(*blocks, nnz, warp_block, warp_starts)
 
 
 def _sizes(xp: Any, counts: Counts, total: int | None = None) -> tuple[int, int, Any]:
@@ -237,8 +241,9 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
                  kept: int, c_ptr: Any = None, shift: int = 0,
                  nnz: int | None = None) -> tuple[Any, ...]:
     """Keys, bitmaps and offsets of the blocks whose new bitmap is not empty,
-    their task runs (first, last) when ``c_ptr`` is given, then (with it) their
-    ``Kept.warp_block`` when ``nnz`` (their number of values) is (None on the host).
+    and when ``c_ptr`` is given their task runs (first, last), ``Kept.warp_block``
+    and ``Kept.warp_starts`` (None on the host); ``nnz``, their number of
+    values, comes with ``c_ptr``.
 
     ``rank`` is the inclusive scan of ``new_bitmaps != 0`` and ``kept`` its
     last value, known on the host. On the GPU with ``shift``, ``new_offsets``
@@ -249,22 +254,25 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
         keep = np.flatnonzero(new_bitmaps)
         out = (c_keys[keep], new_bitmaps[keep],
                np.append(new_offsets[keep], new_offsets[-1]).astype(np.int64))
-        return out if c_ptr is None else (*out, c_ptr[keep], c_ptr[keep + 1], None)
+        return out if c_ptr is None else (*out, c_ptr[keep], c_ptr[keep + 1], None, None)
     n = c_keys.shape[0]
-    out_keys = xp.empty(kept, dtype=xp.uint64)
-    out_bitmaps = xp.empty(kept, dtype=xp.uint64)
-    out_offsets = xp.zeros(kept + 1, dtype=xp.int64)
-    null = _kernels.NULL
-    first = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
-    last = null if c_ptr is None else xp.empty(kept, dtype=xp.int64)
-    warp_block = None if nnz is None else xp.empty(-(-nnz // 32), dtype=xp.int64)
+    # C's blocks in one allocation; the kernel writes every offset (the last
+    # by block n - 1's thread: n > 0 here, as a block is dropped)
+    out_keys, out_bitmaps, out_offsets = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)
+    first = last = warp_block = warp_starts = None
+    if c_ptr is not None:
+        nwarps = -(-nnz // 32)
+        first, last, warp_block, warp_starts = _kernels.device_arrays(
+            (kept, np.int64), (kept, np.int64), (nwarps, np.int64), (nwarps, np.uint64),
+            zeroed=1)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
-    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, null if rank is None else rank,
-                                shift, null if c_ptr is None else c_ptr, n, out_keys,
-                                out_bitmaps, out_offsets, first, last,
-                                _kernels.or_null(warp_block)))
+    or_null = _kernels.or_null
+    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, or_null(rank), np.int64(shift),
+                                or_null(c_ptr), np.int64(n), out_keys, out_bitmaps, out_offsets,
+                                or_null(first), or_null(last), or_null(warp_block),
+                                or_null(warp_starts)), cast=False)
     out = (out_keys, out_bitmaps, out_offsets)
-    return out if c_ptr is None else (*out, first, last, warp_block)
+    return out if c_ptr is None else (*out, first, last, warp_block, warp_starts)
 
 
 def _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets, rank, shift,

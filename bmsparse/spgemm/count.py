@@ -25,6 +25,45 @@ _kernels.register(_KERNELS, {"bmsparse_count_bitmaps": (),
 _LOW_BITS = np.uint64(0x0101010101010101)
 
 
+class PairBlocks(NamedTuple):
+    """Each task's two blocks as the multiply reads them (``multiply.cuh``'s
+    PairRecords): one step of loads per pair instead of two (the tasks'
+    indices, then the blocks). The count stage writes them while it holds
+    the bitmaps.
+
+    bitmaps : uint64 [ntasks, 2]
+        A's and B's block bitmap of each task.
+    offsets : int32 [ntasks, 2]
+        Their value offsets (operands of fewer than :data:`MAX_RECORD_VALUES`
+        values: see :func:`records_fit`).
+    """
+
+    bitmaps: Any
+    offsets: Any
+
+
+#: operands with this many values or more have offsets beyond int32: their
+#: products read the pairs through the tasks' indices instead of PairBlocks
+MAX_RECORD_VALUES = 1 << 31
+
+
+def records_fit(a_nnz: int, b_nnz: int) -> bool:
+    """Whether the :class:`PairBlocks` of A and B (their numbers of values)
+    hold their offsets."""
+    return max(a_nnz, b_nnz) < MAX_RECORD_VALUES
+
+
+def pair_blocks(a_bitmaps: Any, a_offsets: Any, b_bitmaps: Any, b_offsets: Any, task_a: Any,
+                task_b: Any, offset_dtype: Any = np.int32) -> PairBlocks:
+    """:class:`PairBlocks` of the tasks ``(task_a, task_b)`` (int64 [ntasks]),
+    gathered: what ``count.cu`` writes on the GPU (the host's multiply takes
+    them with int64 offsets too)."""
+    xp = get_array_module(a_bitmaps, b_bitmaps, task_a, task_b)
+    offsets = xp.stack((a_offsets[task_a], b_offsets[task_b]), axis=1)
+    return PairBlocks(xp.stack((a_bitmaps[task_a], b_bitmaps[task_b]), axis=1),
+                      offsets.astype(offset_dtype, copy=False))
+
+
 class Counts(NamedTuple):
     """The output bitmaps and the one scan that sizes C.
 
@@ -35,11 +74,14 @@ class Counts(NamedTuple):
         before it in the low ``shift`` bits. With ``shift == 0`` (more output
         blocks than :func:`pack_shift` can pack) the scan of the popcounts.
     shift : int
+    pairs : PairBlocks or None
+        The tasks' blocks, when :func:`count` was given the offsets.
     """
 
     bitmaps: Any
     scan: Any
     shift: int
+    pairs: PairBlocks | None = None
 
     def offsets(self) -> Any:
         """Value offsets (int64 [c_nblocks + 1]); ``offsets[-1]`` is nnz(C)."""
@@ -80,7 +122,8 @@ def _packed_sizes_kernel() -> Any:
 
 
 def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
-          c_ptr: Any, c_allowed: Any = None) -> Counts:
+          c_ptr: Any, c_allowed: Any = None,
+          offsets: tuple[Any, Any] | None = None) -> Counts:
     """Bitmaps of the output blocks, and the scan giving their value offsets and
     which are empty.
 
@@ -94,6 +137,9 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
     c_allowed : uint64 [c_nblocks], optional
         The bits each output block may have (a mask's bitmaps, or
         :func:`outside_bits` for its complement).
+    offsets : (int64 [a_nblocks + 1], int64 [b_nblocks + 1]), optional
+        A's and B's value offsets, when :func:`records_fit`: the tasks'
+        :class:`PairBlocks` are then written too, for the multiply.
 
     Returns
     -------
@@ -108,27 +154,39 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
         if c_allowed is not None:
             c_bitmaps &= c_allowed
         c_sizes = packed_sizes(c_bitmaps, shift)
+        pairs = None if offsets is None else pair_blocks(a_bitmaps, offsets[0], b_bitmaps,
+                                                         offsets[1], task_a, task_b)
     else:
-        c_bitmaps, c_sizes = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
-                                         c_allowed, shift)
-    return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift)
+        c_bitmaps, c_sizes, pairs = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
+                                                c_allowed, shift, offsets)
+    return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift, pairs)
 
 
-def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
-                c_ptr: Any, c_allowed: Any, shift: int) -> tuple[Any, Any]:
-    import cupy
-
+def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr: Any,
+                c_allowed: Any, shift: int,
+                offsets: tuple[Any, Any] | None) -> tuple[Any, Any, PairBlocks | None]:
     c_nblocks = c_ptr.shape[0] - 1
-    c_bitmaps = cupy.empty(c_nblocks, dtype=cupy.uint64)
-    c_sizes = cupy.empty(c_nblocks, dtype=cupy.int64)
+    # C's bitmaps may become the product's: an allocation of their own
+    c_bitmaps = _kernels.device_empty(c_nblocks, np.uint64)
     if c_allowed is None:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_bitmaps")
         args = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
     else:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_masked_bitmaps")
         args = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed)
-    _kernels.launch(kernel, c_nblocks, (*args, c_nblocks, shift, c_bitmaps, c_sizes))
-    return c_bitmaps, c_sizes
+    null = _kernels.NULL
+    pairs, records = None, (null, null, null, null)
+    if offsets is None:
+        c_sizes = _kernels.device_empty(c_nblocks, np.int64)
+    else:
+        ntasks = task_a.shape[0]
+        c_sizes, *pairs = _kernels.device_arrays((c_nblocks, np.int64), ((ntasks, 2), np.uint64),
+                                                 ((ntasks, 2), np.int32))
+        pairs = PairBlocks(*pairs)
+        records = (*offsets, *pairs)
+    _kernels.launch(kernel, c_nblocks, (*args, np.int64(c_nblocks), np.int64(shift), c_bitmaps,
+                                        c_sizes, *records), cast=False)
+    return c_bitmaps, c_sizes, pairs
 
 
 def outside_bits(c_keys: Any, m_keys: Any, m_bitmaps: Any) -> Any:

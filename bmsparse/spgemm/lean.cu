@@ -223,10 +223,11 @@ bmsparse_lean_values(const u64* __restrict__ a_bitmaps, const long long* __restr
     // and a C within the workspace keep every index far below 2^31
     const int nthreads = gridDim.x * blockDim.x;
     for (int first = blockIdx.x * blockDim.x; first < l.v; first += nthreads)
-        multiply_value<T, S, int, BitmapOrder<T>, BMSPARSE_LEAN_AHEAD>(
-            first + (int)threadIdx.x, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
-            b_values, task_a, task_b, c_ptr, c_ptr, 1, c_bitmaps, c_offsets, l.c, task_b + l.p,
-            l.v, BitmapOrder<T>{c_values}, zeros, nullptr);
+        multiply_value<T, S, int, BitmapOrder<T>, PairsByIndex, BMSPARSE_LEAN_AHEAD>(
+            first + (int)threadIdx.x,
+            PairsByIndex{a_bitmaps, a_offsets, b_bitmaps, b_offsets, task_a, task_b}, a_values,
+            b_values, c_ptr, c_ptr, 1, c_bitmaps, c_offsets, l.c, task_b + l.p, nullptr, l.v,
+            BitmapOrder<T>{c_values}, zeros, nullptr);
     if (!drop_zeros) return;
     grid_barrier(work);
     if (__ldcg(zeros) == 0) return;

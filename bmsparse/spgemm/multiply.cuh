@@ -4,6 +4,8 @@
 // Arguments: see multiply.cu; every lane of a warp calls with its own v, the
 // warp's values consecutive from a multiple of 32. `out` says where value v
 // goes: BitmapOrder (C's values, in bit order) or CsrOrder (C in CSR).
+// `pairs` how the pairs come: PairsByIndex (the blocks' indices) or
+// PairRecords (the blocks' bitmaps and offsets).
 #pragma once
 #include "../_cuda/bitmap.cuh"
 #include "../_cuda/csr.cuh"
@@ -76,6 +78,28 @@ __device__ __forceinline__ void add_pair_terms(T& acc, int r, int c, u64 above, 
     }
 }
 
+// A pair as the indices of its two blocks (task_a, task_b): a pair's blocks
+// are two steps of loads away, the indices and then the blocks.
+struct PairsByIndex {
+    static constexpr bool records = false;
+    const u64* __restrict__ a_bitmaps;
+    const long long* __restrict__ a_offsets;
+    const u64* __restrict__ b_bitmaps;
+    const long long* __restrict__ b_offsets;
+    const long long* __restrict__ task_a;
+    const long long* __restrict__ task_b;
+};
+
+// A pair as the bitmaps and value offsets of its two blocks, written where
+// the blocks were read already (count.cu): one step of loads. The multiply
+// waits on its chain of loads (a step is a round trip to L2 or memory), and
+// this step is paid once per pair.
+struct PairRecords {
+    static constexpr bool records = true;
+    const ulonglong2* __restrict__ bitmaps;    // (A's, B's) of each pair
+    const int2* __restrict__ offsets;          // (A's, B's), below 2^31
+};
+
 // I: the type of the kernel's index arithmetic, int where every index and
 // size fits in 31 bits (the host checks, see multiply.py's index_type), else
 // long long. The arrays stay 64-bit; with int every address is one
@@ -86,42 +110,54 @@ __device__ __forceinline__ void add_pair_terms(T& acc, int r, int c, u64 above, 
 // of three: for launches whose longest thread is the kernel's time (lean.cu,
 // a small product in one wave of threads). It costs instructions and
 // registers, which a product of many waves pays for (multiply.cu: without).
-template <typename T, typename S, typename I, typename Out, bool AHEAD = false>
+// warp_starts: mark_warp_starts' words, or null to find the lanes' blocks
+// from C's offsets (one more step of loads).
+template <typename T, typename S, typename I, typename Out, typename Pairs,
+          bool AHEAD = false>
 __device__ __forceinline__ void multiply_value(
-    I v, const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
-    const T* __restrict__ a_values,
-    const u64* __restrict__ b_bitmaps, const long long* __restrict__ b_offsets,
-    const T* __restrict__ b_values,
-    const long long* __restrict__ task_a, const long long* __restrict__ task_b,
+    I v, const Pairs& pairs, const T* __restrict__ a_values, const T* __restrict__ b_values,
     const long long* __restrict__ c_first, const long long* __restrict__ c_last,
     long long last_shift, const u64* __restrict__ c_bitmaps,
     const long long* __restrict__ c_offsets, long long c_nblocks,
-    const long long* __restrict__ warp_block, long long c_nnz,
+    const long long* __restrict__ warp_block,
+    const unsigned long long* __restrict__ warp_starts, long long c_nnz,
     const Out& out, unsigned long long* __restrict__ zero_values,
     unsigned long long* zero_flag)
 {
-    const I nnz = (I)c_nnz, nblocks = (I)c_nblocks;
+    static_assert(!(AHEAD && Pairs::records), "AHEAD loads pairs by index");
+    const I nnz = (I)c_nnz;
     const I warp_first = v & ~(I)31;
     if (warp_first >= nnz) return;  // whole warps leave together
     const int lane = (int)(threadIdx.x & 31u);
-    // The blocks starting inside this warp's 32 values: lane k reads the
-    // offset of block q0 + 1 + k; as offsets strictly increase, the set of
-    // distances (offset - warp_first) < 32 marks where blocks start, and a
-    // lane's block is q0 plus the starts at or before it.
     const I q0 = (I)warp_block[warp_first >> 5];
-    const I base0 = (I)c_offsets[q0];
-    const I next = q0 + 1 + lane <= nblocks ? (I)c_offsets[q0 + 1 + lane] : nnz + 32;
-    const I distance = next - warp_first;  // at least 1: value warp_first is block q0's
-    const unsigned int starts = __reduce_or_sync(0xffffffffu,
-                                                 distance < 32 ? 1u << distance : 0u);
-    const int before = __popc(starts & (0xffffffffu >> (31 - lane)));  // starts at <= lane
-    const I start = __shfl_sync(0xffffffffu, next, (before + 31) & 31);
+    I q;
+    int index;  // of value v in block q
+    if (warp_starts) {
+        // the starts at or before this lane: their number is the lane's
+        // block after q0, the last the block's first lane
+        const u64 word = warp_starts[warp_first >> 5];
+        const unsigned int starts = (unsigned int)(word >> 32) & (0xffffffffu >> (31 - lane));
+        q = q0 + __popc(starts);
+        index = starts ? lane - (31 - __clz(starts)) : (int)(unsigned int)word + lane;
+    } else {
+        // The blocks starting inside this warp's 32 values: lane k reads the
+        // offset of block q0 + 1 + k; as offsets strictly increase, the set of
+        // distances (offset - warp_first) < 32 marks where blocks start, and a
+        // lane's block is q0 plus the starts at or before it.
+        const I base0 = (I)c_offsets[q0];
+        const I next = q0 + 1 + lane <= (I)c_nblocks ? (I)c_offsets[q0 + 1 + lane] : nnz + 32;
+        const I distance = next - warp_first;  // at least 1: value warp_first is block q0's
+        const unsigned int starts = __reduce_or_sync(0xffffffffu,
+                                                     distance < 32 ? 1u << distance : 0u);
+        const int before = __popc(starts & (0xffffffffu >> (31 - lane)));  // starts at <= lane
+        const I start = __shfl_sync(0xffffffffu, next, (before + 31) & 31);
+        q = q0 + before;
+        index = (int)(v - (before ? start : base0));
+    }
     const unsigned int live = __ballot_sync(0xffffffffu, v < nnz);
     if (v >= nnz) return;
-    const I q = q0 + before;
-    const I first_value = before ? start : base0;
     const u64 c_bm = c_bitmaps[q];
-    const int bit = nth_set_bit(c_bm, (int)(v - first_value));
+    const int bit = nth_set_bit(c_bm, index);
     const int r = bit >> 3, c = bit & 7;
     // loaded before the sum, so that its loads overlap the pairs'
     const auto at = out.place(v, q, c_bm, bit);
@@ -130,7 +166,16 @@ __device__ __forceinline__ void multiply_value(
     T acc = S::template identity<T>();
     const I p1 = (I)c_last[q + (I)last_shift];
     I p = (I)c_first[q];
-    if constexpr (AHEAD) {
+    if constexpr (Pairs::records) {
+        for (; p < p1; ++p) {
+            const ulonglong2 bm = pairs.bitmaps[p];
+            int2 off = {0, 0};
+            if constexpr (S::reads_values) off = pairs.offsets[p];
+            add_pair_terms<T, S, I>(acc, r, c, above, bm.x, (I)off.x, a_values, bm.y,
+                                    (I)off.y, b_values);
+        }
+    } else if constexpr (AHEAD) {
+        const auto& [a_bitmaps, a_offsets, b_bitmaps, b_offsets, task_a, task_b] = pairs;
         // in hand while pair p's terms are added: its blocks, and the
         // indices of pair p + 1; loads past the last pair read pair p again
         I ia = 0, ib = 0, ia_next = 0, ib_next = 0, a_off = 0, b_off = 0;
@@ -155,6 +200,7 @@ __device__ __forceinline__ void multiply_value(
             ia_next = ia_after, ib_next = ib_after;
         }
     } else {
+        const auto& [a_bitmaps, a_offsets, b_bitmaps, b_offsets, task_a, task_b] = pairs;
         for (; p < p1; ++p) {
             const I ia = (I)task_a[p], ib = (I)task_b[p];
             add_pair_terms<T, S, I>(acc, r, c, above, a_bitmaps[ia], a_offsets + ia, a_values,

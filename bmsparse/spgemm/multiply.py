@@ -15,13 +15,15 @@ from .. import _kernels, _readback, convert
 from .._format import BLOCK_SHIFT, set_bits, value_index
 from .._sputils import get_array_module, get_index_dtype
 from ..semiring import Semiring, plus_times
-from .count import bool_product
+from .count import PairBlocks, bool_product, pair_blocks
 
 _KERNELS = "spgemm/multiply.cu"
 _kernels.register(_KERNELS, {"bmsparse_multiply_warp_blocks": (),
-                             "bmsparse_multiply_values": ("T", "S", "I")})
+                             "bmsparse_multiply_values": ("T", "S", "I"),
+                             "bmsparse_multiply_records": ("T", "S", "I")})
 _CSR_KERNELS = "spgemm/multiply_csr.cu"
-_kernels.register(_CSR_KERNELS, {"bmsparse_multiply_csr": ("T", "S", "I", "J")})
+_kernels.register(_CSR_KERNELS, {"bmsparse_multiply_csr": ("T", "S", "I", "J"),
+                                 "bmsparse_multiply_csr_records": ("T", "S", "I", "J")})
 _WARP = 32
 
 #: threads of a thread block of the multiply kernels (``_kernels.launch``'s default)
@@ -49,7 +51,8 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
              task_a: Any, task_b: Any, c_first: Any, c_last: Any,
              c_bitmaps: Any, c_offsets: Any, nnz: int, semiring: Semiring = plus_times,
              dtype: Any = None, warp_block: Any = None,
-             zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any]:
+             zero_flag: _readback.HostFlag | None = None, pairs: PairBlocks | None = None,
+             warp_starts: Any = None) -> tuple[Any, Any]:
     """Values of the output blocks, and how many are exactly zero.
 
     Arrays on the GPU must be C-contiguous, as the pipeline's are (the
@@ -82,6 +85,15 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     zero_flag : _readback.HostFlag, optional
         On the GPU, also set when a value is exactly zero, so that the
         caller learns whether to compact without copying ``zero_values``.
+    pairs : count.PairBlocks, optional
+        The tasks' blocks (``count.count`` writes them): read instead of
+        going through ``task_a`` and ``task_b``, one step of loads less per
+        pair.
+    warp_starts : uint64 [ceil(nnz / 32)], optional
+        With ``warp_block``, where blocks start inside each warp
+        (:func:`warp_arrays`): a warp then finds its values' blocks without
+        reading ``c_offsets``. Computed with ``warp_block`` when both are
+        missing and ``pairs`` is given.
 
     Returns
     -------
@@ -100,33 +112,38 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     if xp is np:
         if c_last is None:
             c_first, c_last = c_first[:-1], c_first[1:]
-        return _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
-                               b_values, task_a, task_b, c_first, c_last, c_bitmaps,
+        if pairs is None:
+            pairs = pair_blocks(a_bitmaps, a_offsets, b_bitmaps, b_offsets, task_a, task_b,
+                                np.int64)
+        return _multiply_numpy(pairs, a_values, b_values, c_first, c_last, c_bitmaps,
                                c_offsets, nnz, semiring)
-    return _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                          task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz,
-                          semiring, warp_block, zero_flag)
-
-
-def _multiply_cuda(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                   task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, semiring,
-                   warp_block, zero_flag):
     c_nblocks = c_bitmaps.shape[0]
     if warp_block is None:
-        warp_block = _warp_blocks(c_offsets, c_nblocks, nnz)
+        warp_block, warp_starts = _warp_blocks(c_offsets, c_nblocks, nnz, pairs is not None)
     c_values, zero_values = value_arrays(nnz, a_values.dtype)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_values", T=a_values.dtype,
-                                 S=semiring.functor, I=_index_type(
-                                     a_values, b_values, a_offsets, b_offsets, task_a,
-                                     c_offsets, nnz))
+    index = _index_type(a_values, b_values, a_offsets, b_offsets, task_a, c_offsets, nnz)
     last_shift = 1 if c_last is None else 0
+    kernel = _kernels.get_kernel(
+        _KERNELS, "bmsparse_multiply_values" if pairs is None else "bmsparse_multiply_records",
+        T=a_values.dtype, S=semiring.functor, I=index)
     # launched without the casts (20 arguments): the scalars made NumPy's here
     _kernels.launch(kernel, nnz, (
-        a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
+        *_pair_arguments(pairs, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
+                         task_a, task_b),
         c_first, c_first if c_last is None else c_last, np.int64(last_shift), c_bitmaps,
-        c_offsets, np.int64(c_nblocks), warp_block, np.int64(nnz), c_values, zero_values,
+        c_offsets, np.int64(c_nblocks), warp_block, _kernels.or_null(warp_starts),
+        np.int64(nnz), c_values, zero_values,
         np.uint64(0 if zero_flag is None else zero_flag.ptr)), block=_THREADS, cast=False)
     return c_values, zero_values
+
+
+def _pair_arguments(pairs: PairBlocks | None, a_bitmaps: Any, a_offsets: Any, a_values: Any,
+                    b_bitmaps: Any, b_offsets: Any, b_values: Any, task_a: Any,
+                    task_b: Any) -> tuple[Any, ...]:
+    """The value kernels' arguments up to the task runs."""
+    if pairs is not None:
+        return (pairs.bitmaps, pairs.offsets, a_values, b_values)
+    return (a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b)
 
 
 def multiply_csr(a_bitmaps: Any, a_offsets: Any, a_values: Any,
@@ -134,7 +151,8 @@ def multiply_csr(a_bitmaps: Any, a_offsets: Any, a_values: Any,
                  task_a: Any, task_b: Any, c_first: Any, c_last: Any, c_keys: Any,
                  c_bitmaps: Any, c_offsets: Any, nnz: int, shape: tuple[int, int],
                  semiring: Semiring = plus_times, dtype: Any = None, warp_block: Any = None,
-                 zero_flag: _readback.HostFlag | None = None) -> tuple[Any, Any, Any, Any]:
+                 zero_flag: _readback.HostFlag | None = None, pairs: PairBlocks | None = None,
+                 warp_starts: Any = None) -> tuple[Any, Any, Any, Any]:
     """:func:`multiply` with C written in CSR: its values placed by row, beside
     their column indices, instead of in bit order.
 
@@ -166,7 +184,8 @@ def multiply_csr(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     if xp is np:
         c_values, zero_values = multiply(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets,
                                          b_values, task_a, task_b, c_first, c_last,
-                                         c_bitmaps, c_offsets, nnz, semiring, dtype)
+                                         c_bitmaps, c_offsets, nnz, semiring, dtype,
+                                         pairs=pairs)
         return (*convert.bitmap_to_csr(c_keys, c_bitmaps, c_offsets, c_values, shape, nnz),
                 zero_values)
     import cupy
@@ -175,35 +194,55 @@ def multiply_csr(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     if not semiring.reads_values:
         a_values = b_values = cupy.empty(0, dtype=dtype)
     if warp_block is None:
-        warp_block = _warp_blocks(c_offsets, c_bitmaps.shape[0], nnz)
+        warp_block, warp_starts = _warp_blocks(c_offsets, c_bitmaps.shape[0], nnz,
+                                               pairs is not None)
     nrows = shape[0]
     index_dtype = get_index_dtype(max(nnz, shape[1]))
     brow_ptr, places = convert.csr_places(c_keys, c_bitmaps, nrows, index_dtype)
     indptr = cupy.empty(nrows + 1, dtype=index_dtype)
     indices = cupy.empty(nnz, dtype=index_dtype)
     data, zero_values = value_arrays(nnz, dtype)
-    kernel = _kernels.get_kernel(_CSR_KERNELS, "bmsparse_multiply_csr", T=dtype,
-                                 S=semiring.functor, I=index_dtype, J=_index_type(
-                                     a_values, b_values, a_offsets, b_offsets, task_a,
-                                     c_offsets, max(nnz, nrows + 1)))
+    kernel = _kernels.get_kernel(
+        _CSR_KERNELS, "bmsparse_multiply_csr" if pairs is None else "bmsparse_multiply_csr_records",
+        T=dtype, S=semiring.functor, I=index_dtype, J=_index_type(
+            a_values, b_values, a_offsets, b_offsets, task_a, c_offsets, max(nnz, nrows + 1)))
     last_shift = 1 if c_last is None else 0
     _kernels.launch(kernel, max(nnz, nrows + 1), (
-        a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b,
+        *_pair_arguments(pairs, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
+                         task_a, task_b),
         c_first, c_first if c_last is None else c_last, np.int64(last_shift), c_bitmaps,
-        c_offsets, np.int64(c_bitmaps.shape[0]), warp_block, np.int64(nnz), c_keys, brow_ptr,
-        places, np.int64(nrows), indptr, indices, data, zero_values,
-        np.uint64(0 if zero_flag is None else zero_flag.ptr)), cast=False)
+        c_offsets, np.int64(c_bitmaps.shape[0]), warp_block, _kernels.or_null(warp_starts),
+        np.int64(nnz), c_keys, brow_ptr, places, np.int64(nrows), indptr, indices, data,
+        zero_values, np.uint64(0 if zero_flag is None else zero_flag.ptr)), cast=False)
     return indptr, indices, data, zero_values
 
 
-def _warp_blocks(c_offsets: Any, c_nblocks: int, nnz: int) -> Any:
-    """The output block of every warp's first value (int64 [ceil(nnz / 32)])."""
+def _warp_blocks(c_offsets: Any, c_nblocks: int, nnz: int, starts: bool) -> tuple[Any, Any]:
+    """The output block of every warp's first value (int64 [ceil(nnz / 32)]),
+    and with ``starts`` the warps' starts (:func:`warp_arrays`; else None)."""
     import cupy
 
-    warp_block = cupy.empty(-(-nnz // _WARP), dtype=cupy.int64)
+    if starts:
+        warp_block, warp_starts = warp_arrays(nnz)
+    else:
+        warp_block, warp_starts = cupy.empty(-(-nnz // _WARP), dtype=cupy.int64), None
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_multiply_warp_blocks")
-    _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block))
-    return warp_block
+    _kernels.launch(kernel, c_nblocks, (c_offsets, c_nblocks, warp_block,
+                                        _kernels.or_null(warp_starts)))
+    return warp_block, warp_starts
+
+
+def warp_arrays(nnz: int) -> tuple[Any, Any]:
+    """Uninitialised ``warp_block`` (int64 [ceil(nnz / 32)]) and zeroed
+    ``warp_starts`` (uint64, as many), in one allocation, on the GPU.
+
+    Word w of ``warp_starts`` holds in bit 32 + d that a block starts at value
+    32 w + d (0 < d < 32), and in its low bits how many values of block
+    ``warp_block[w]`` come before 32 w (``mark_warp_starts`` in bitmap.cuh):
+    a lane finds its value's block and place from the two words alone.
+    """
+    nwarps = -(-nnz // _WARP)
+    return tuple(_kernels.device_arrays((nwarps, np.int64), (nwarps, np.uint64), zeroed=1))
 
 
 def value_arrays(nnz: int, dtype: np.dtype) -> tuple[Any, Any]:
@@ -221,33 +260,32 @@ def value_arrays(nnz: int, dtype: np.dtype) -> tuple[Any, Any]:
 
 
 @np.errstate(invalid="ignore", over="ignore")  # inf * 0 is NaN, as in scipy, silently
-def _multiply_numpy(a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                    task_a, task_b, c_first, c_last, c_bitmaps, c_offsets, nnz, semiring):
+def _multiply_numpy(pairs, a_values, b_values, c_first, c_last, c_bitmaps, c_offsets, nnz,
+                    semiring):
     # Enumerate every product term (task p, A entry (r, t), B entry (t, c))
     # in the kernel's order: by task, then A bit, then B bit. Tasks outside
     # every run (of blocks dropped as empty) have empty products: no term.
+    a_bitmaps, b_bitmaps = pairs.bitmaps[:, 0], pairs.bitmaps[:, 1]
     lengths = c_last - c_first
-    c_of_task = np.full(task_a.shape[0], -1, dtype=np.int64)
+    c_of_task = np.full(a_bitmaps.shape[0], -1, dtype=np.int64)
     in_runs = np.repeat(c_first - np.cumsum(lengths) + lengths, lengths) + np.arange(
         lengths.sum())
     c_of_task[in_runs] = np.repeat(np.arange(lengths.shape[0], dtype=np.int64), lengths)
     # only tasks with a term: in a run, with a non-empty Boolean product (most
     # tasks of sparse blocks have none); task order is kept
     live = np.flatnonzero(c_of_task >= 0)
-    live = live[bool_product(a_bitmaps[task_a[live]], b_bitmaps[task_b[live]]) != 0]
-    task_a, task_b, c_of_task = task_a[live], task_b[live], c_of_task[live]
-    a_bm = a_bitmaps[task_a]
-    term_task, a_bit = set_bits(a_bm)
+    live = live[bool_product(a_bitmaps[live], b_bitmaps[live]) != 0]
+    term_task, a_bit = set_bits(a_bitmaps[live])
+    term_task = live[term_task]
     r, t = a_bit >> BLOCK_SHIFT, a_bit & 7
-    b_of_term = task_b[term_task]
-    b_bm = b_bitmaps[b_of_term]
-    b_row = (b_bm >> (t << BLOCK_SHIFT).astype(np.uint64)) & np.uint64(0xFF)
+    b_row = (b_bitmaps[term_task] >> (t << BLOCK_SHIFT).astype(np.uint64)) & np.uint64(0xFF)
     # expand each A entry by the B entries in row t of its paired block
     term_a, c_col = set_bits(b_row)
     term_task, r, t = term_task[term_a], r[term_a], t[term_a]
-    ia, ib = task_a[term_task], task_b[term_task]
-    a_pos = a_offsets[ia] + value_index(a_bitmaps[ia], (r << BLOCK_SHIFT) | t)
-    b_pos = b_offsets[ib] + value_index(b_bitmaps[ib], (t << BLOCK_SHIFT) | c_col)
+    a_pos = pairs.offsets[term_task, 0] + value_index(a_bitmaps[term_task],
+                                                      (r << BLOCK_SHIFT) | t)
+    b_pos = pairs.offsets[term_task, 1] + value_index(b_bitmaps[term_task],
+                                                      (t << BLOCK_SHIFT) | c_col)
     q = c_of_task[term_task]
     c_bit = (r << BLOCK_SHIFT) | c_col
     # a mask can leave bits of a product out of C: their terms are not computed

@@ -4,8 +4,9 @@
 // the caller wants CSR (spgemm(..., format="csr")). Its own module, so that
 // bitmap products do not compile it.
 //
-// bmsparse_multiply_csr: its arguments are those of multiply.cu's
-// bmsparse_multiply_values with c_values replaced by
+// bmsparse_multiply_csr, bmsparse_multiply_csr_records: their arguments are
+// those of multiply.cu's bmsparse_multiply_values and
+// bmsparse_multiply_records, with c_values replaced by
 //   u64       c_keys[c_nblocks]      - C's block keys
 //   long long brow_ptr[c_nbrows + 1] - C's block-row pointer
 //   I         places[8 c_nblocks + 1] - first CSR index of every row segment
@@ -21,6 +22,25 @@
 // Layout: see ../_cuda/bitmap.cuh.
 #include "multiply.cuh"
 
+// the arguments after the pairs, shared by both kernels
+#define BMSPARSE_MULTIPLY_CSR_ARGS                                                           \
+    const long long *__restrict__ c_first, const long long *__restrict__ c_last,             \
+        long long last_shift, const u64 *__restrict__ c_bitmaps,                             \
+        const long long *__restrict__ c_offsets, long long c_nblocks,                        \
+        const long long *__restrict__ warp_block,                                            \
+        const unsigned long long *__restrict__ warp_starts, long long c_nnz,                 \
+        const u64 *__restrict__ c_keys, const long long *__restrict__ brow_ptr,              \
+        const I *__restrict__ places, long long nrows, I *__restrict__ indptr,               \
+        I *__restrict__ indices, T *__restrict__ data,                                       \
+        unsigned long long *__restrict__ zero_values, unsigned long long *zero_flag
+#define BMSPARSE_MULTIPLY_CSR_VALUE(pairs)                                                   \
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;                  \
+    if (tid <= nrows) write_indptr(brow_ptr, places, c_nblocks, nrows, tid, indptr);         \
+    multiply_value<T, S, J>((J)tid, pairs, a_values, b_values, c_first, c_last, last_shift,  \
+                            c_bitmaps, c_offsets, c_nblocks, warp_block, warp_starts, c_nnz, \
+                            CsrOrder<T, I>{c_keys, brow_ptr, places, indices, data},        \
+                            zero_values, zero_flag)
+
 template <typename T, typename S, typename I, typename J>
 __global__ void bmsparse_multiply_csr(
     const u64* __restrict__ a_bitmaps, const long long* __restrict__ a_offsets,
@@ -28,20 +48,16 @@ __global__ void bmsparse_multiply_csr(
     const u64* __restrict__ b_bitmaps, const long long* __restrict__ b_offsets,
     const T* __restrict__ b_values,
     const long long* __restrict__ task_a, const long long* __restrict__ task_b,
-    const long long* __restrict__ c_first, const long long* __restrict__ c_last,
-    long long last_shift, const u64* __restrict__ c_bitmaps,
-    const long long* __restrict__ c_offsets, long long c_nblocks,
-    const long long* __restrict__ warp_block, long long c_nnz,
-    const u64* __restrict__ c_keys, const long long* __restrict__ brow_ptr,
-    const I* __restrict__ places, long long nrows, I* __restrict__ indptr,
-    I* __restrict__ indices, T* __restrict__ data,
-    unsigned long long* __restrict__ zero_values, unsigned long long* zero_flag)
+    BMSPARSE_MULTIPLY_CSR_ARGS)
 {
-    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (tid <= nrows) write_indptr(brow_ptr, places, c_nblocks, nrows, tid, indptr);
-    multiply_value<T, S, J>((J)tid, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
-                         task_a, task_b, c_first, c_last, last_shift, c_bitmaps, c_offsets,
-                         c_nblocks, warp_block, c_nnz,
-                         CsrOrder<T, I>{c_keys, brow_ptr, places, indices, data},
-                         zero_values, zero_flag);
+    BMSPARSE_MULTIPLY_CSR_VALUE((PairsByIndex{a_bitmaps, a_offsets, b_bitmaps, b_offsets,
+                                              task_a, task_b}));
+}
+
+template <typename T, typename S, typename I, typename J>
+__global__ void bmsparse_multiply_csr_records(
+    const ulonglong2* __restrict__ pair_bitmaps, const int2* __restrict__ pair_offsets,
+    const T* __restrict__ a_values, const T* __restrict__ b_values, BMSPARSE_MULTIPLY_CSR_ARGS)
+{
+    BMSPARSE_MULTIPLY_CSR_VALUE((PairRecords{pair_bitmaps, pair_offsets}));
 }

@@ -359,12 +359,13 @@ def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any, a_ptr: Any = None) -> Ro
     if xp is np:
         return RowStats(int(ends[-1]))
     n = a_keys.shape[0]
-    row_first = xp.empty(n, dtype=xp.int64)
-    rows = xp.empty(2 * n, dtype=xp.int64)
-    stats = xp.zeros(6, dtype=xp.uint64)
+    row_first, rows, stats = _kernels.device_arrays((n, np.int64), (2 * n, np.int64),
+                                                    (6, np.uint64), zeroed=1)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
-    _kernels.launch(kernel, n, (a_keys, n, ends, counts, _kernels.or_null(a_ptr),
-                                _primitives.SORT_CHUNK, *_limits(), row_first, rows, stats))
+    i64 = np.int64
+    _kernels.launch(kernel, n, (a_keys, i64(n), ends, counts, _kernels.or_null(a_ptr),
+                                i64(_primitives.SORT_CHUNK), *map(i64, _limits()), row_first,
+                                rows, stats), cast=False)
     # sync: one read
     ntasks, max_span, long_tasks, heavy, nrows, heavy_rows = _readback.read_head(stats, 6)
     return RowStats(ntasks, row_first, rows, nrows, heavy_rows, max_span, long_tasks, heavy)
@@ -383,29 +384,29 @@ def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowSt
     sorted in shared memory, a thread block per row, when no row has more
     than ``HEAVY_SORT_TASKS`` tasks, else by one global sort of their codes.
     """
-    import cupy
-
     n, na = rows.ntasks, a_keys.shape[0]
-    task_a = cupy.empty(n, dtype=cupy.int64)
-    task_b = cupy.empty(n, dtype=cupy.int64)
-    keys = cupy.empty(n, dtype=cupy.uint64)
-    null = _kernels.NULL
     in_blocks = rows.max_span <= min(HEAVY_SORT_TASKS, _HEAVY_CAP)
     # the heavy rows (or codes), then their counter: rows list them (reserve
-    # ranges of codes) in any order, as the codes get sorted
+    # ranges of codes) in any order, as the codes get sorted. The output keys
+    # may become the product's (run_heads): an allocation of their own
     nheavy = rows.heavy_rows if in_blocks else rows.heavy_tasks
-    heavy = cupy.zeros(nheavy + 1, dtype=cupy.int64 if in_blocks else cupy.uint64)
+    task_a, task_b, heavy = _kernels.device_arrays(
+        (n, np.int64), (n, np.int64), (nheavy + 1, np.int64 if in_blocks else np.uint64),
+        zeroed=1)
+    keys = _kernels.device_empty(n, np.uint64)
     listed, appended = heavy[:nheavy], heavy[nheavy:]
+    null, i64 = _kernels.NULL, np.int64
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_rank")
     _kernels.launch(kernel, _WARP * rows.nrows, (
-        ends, lo, counts, a_keys, b_keys, rows.rows, rows.nrows, *_limits(), col_bits,
-        task_bits, task_a, task_b, keys, null if in_blocks else listed, appended,
-        listed if in_blocks else null))
+        ends, lo, counts, a_keys, b_keys, rows.rows, i64(rows.nrows), *map(i64, _limits()),
+        i64(col_bits), i64(task_bits), task_a, task_b, keys, null if in_blocks else listed,
+        appended, listed if in_blocks else null), cast=False)
     if nheavy and in_blocks:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_sort_heavy")
         _kernels.launch(kernel, nheavy * _HEAVY_THREADS, (
             ends, lo, counts, a_keys, b_keys, rows.rows, listed,
-            min(HEAVY_CACHED_RUNS, _HEAVY_RUNS), task_a, task_b, keys), block=_HEAVY_THREADS)
+            i64(min(HEAVY_CACHED_RUNS, _HEAVY_RUNS)), task_a, task_b, keys),
+            block=_HEAVY_THREADS, cast=False)
     elif nheavy:
         listed.sort()
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_place_heavy")
@@ -513,9 +514,11 @@ def run_heads(sorted_codes: Any, col_bits: int, task_bits: int) -> tuple[Any, An
     report = _readback.host_words(1)
     on_device = xp.empty(1, dtype=xp.int64) if report is None else None
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_run_heads")
+    i64 = np.int64
     _kernels.launch(kernel, ntiles * _primitives.SCAN_THREADS, (
-        sorted_codes, n, col_bits, task_bits, np.uint64(state.ptr), ntiles, c_ptr, c_keys,
-        np.uint64(report) if on_device is None else on_device), block=_primitives.SCAN_THREADS)
+        sorted_codes, i64(n), i64(col_bits), i64(task_bits), np.uint64(state.ptr), i64(ntiles),
+        c_ptr, c_keys, np.uint64(report) if on_device is None else on_device),
+        block=_primitives.SCAN_THREADS, cast=False)
     # sync: the number of output blocks
     c_nblocks = _readback.take_words(1)[0] if on_device is None else _readback.read_last(
         on_device)

@@ -351,6 +351,33 @@ def test_count(name, packed, xp, monkeypatch):
     assert c_offsets.tolist() == want_offsets
 
 
+@pytest.mark.parametrize("name", WITH_TASKS)
+def test_count_writes_the_pairs_blocks(name, xp):
+    # each task's two bitmaps and value offsets, checked where the multiply
+    # reads them: the tasks of non-empty blocks
+    a, b, t = brute_inputs(name)
+    counts = count_mod.count(
+        xp.asarray(a.bitmaps), xp.asarray(b.bitmaps), as_xp(xp, t.task_a, np.int64),
+        as_xp(xp, t.task_b, np.int64), as_xp(xp, t.c_ptr, np.int64), None,
+        (xp.asarray(a.offsets), xp.asarray(b.offsets)))
+    bitmaps, offsets = host(counts.pairs.bitmaps), host(counts.pairs.offsets)
+    assert bitmaps.dtype == np.uint64 and offsets.dtype == np.int32
+    assert bitmaps.shape == offsets.shape == (len(t.task_a), 2)
+    want_bitmaps, _ = brute_count([int(x) for x in a.bitmaps], [int(x) for x in b.bitmaps], t)
+    read = [p for q, bitmap in enumerate(want_bitmaps) if bitmap
+            for p in range(t.c_ptr[q], t.c_ptr[q + 1])]
+    task_a, task_b = np.array(t.task_a, dtype=np.int64), np.array(t.task_b, dtype=np.int64)
+    np.testing.assert_array_equal(bitmaps[read, 0], a.bitmaps[task_a[read]])
+    np.testing.assert_array_equal(bitmaps[read, 1], b.bitmaps[task_b[read]])
+    np.testing.assert_array_equal(offsets[read, 0], a.offsets[task_a[read]])
+    np.testing.assert_array_equal(offsets[read, 1], b.offsets[task_b[read]])
+
+
+def test_records_fit_below_2_31_values():
+    assert count_mod.records_fit(2**31 - 1, 5)
+    assert not count_mod.records_fit(5, 2**31)
+
+
 def test_count_by_hand(xp):
     # one output block, two pairs:
     #   A0 = (0,0) (0,7)       B0 = row 0 all ones          A0 B0 = row 0 all ones
@@ -413,12 +440,13 @@ def test_bool_product_identity():
 # --- stage 3: multiply --------------------------------------------------------------------
 
 
-def run_multiply(xp, a, b, t, c_bitmaps, c_offsets):
+def run_multiply(xp, a, b, t, c_bitmaps, c_offsets, records=False):
     """Values and nonzero bits (compact's nonzero_bits of the multiply's values);
     also checks the multiply's count of zero values.
 
     The multiply gets the non-empty blocks only, as in the pipeline (drop_empty
-    runs first); empty blocks get no nonzero bit.
+    runs first); empty blocks get no nonzero bit. With ``records`` it reads
+    the pairs as ``count.PairBlocks`` (and on the GPU each warp's starts).
     """
     full = np.asarray(c_bitmaps, dtype=np.uint64)
     kept = np.flatnonzero(full)
@@ -431,7 +459,10 @@ def run_multiply(xp, a, b, t, c_bitmaps, c_offsets):
         as_xp(xp, np.asarray(t.c_ptr[:-1])[kept], np.int64),
         as_xp(xp, np.asarray(t.c_ptr[1:])[kept], np.int64), as_xp(xp, full[kept], np.uint64),
         as_xp(xp, np.append(offsets[kept], offsets[-1]), np.int64), c_offsets[-1],
-        zero_flag=flag)
+        zero_flag=flag, pairs=count_mod.pair_blocks(
+            xp.asarray(a.bitmaps), xp.asarray(a.offsets), xp.asarray(b.bitmaps),
+            xp.asarray(b.offsets), as_xp(xp, t.task_a, np.int64),
+            as_xp(xp, t.task_b, np.int64)) if records else None)
     kept_nonzero = host(compact_mod.nonzero_bits(
         as_xp(xp, full[kept], np.uint64), as_xp(xp, np.append(offsets[kept], offsets[-1]),
                                                   np.int64), c_values))
@@ -453,14 +484,15 @@ def assert_values(got, want):
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
 
 
+@pytest.mark.parametrize("records", [False, True])
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64", "complex64",
                                    "complex128"])
-def test_multiply(name, dtype, xp):
+def test_multiply(name, dtype, records, xp):
     a, b, t = brute_inputs(name, dtype)
     c_bitmaps, c_offsets = brute_count([int(x) for x in a.bitmaps],
                                        [int(x) for x in b.bitmaps], t)
-    c_values, c_nonzero = run_multiply(xp, a, b, t, c_bitmaps, c_offsets)
+    c_values, c_nonzero = run_multiply(xp, a, b, t, c_bitmaps, c_offsets, records)
     want_values, want_nonzero = brute_multiply(a, b, t, c_bitmaps)
     assert_values(host(c_values), want_values)
     # integer-valued inputs: every sum is exact, so the zero mask is exact too
@@ -507,6 +539,29 @@ def test_multiply_uniform_values(name, xp):
     assert_values(host(c_values), want_values)
     # positive values: nothing cancels
     assert [int(x) for x in host(c_nonzero)] == c_bitmaps
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spgemm_path", ["tasks"], indirect=True)
+@pytest.mark.parametrize("fit", [True, False])
+@pytest.mark.parametrize("format", ["bitmap", "csr"])
+def test_product_reads_the_pairs_blocks_where_offsets_fit(format, fit, spgemm_path,
+                                                          monkeypatch):
+    # operands whose offsets pass int32 go by the tasks' indices instead
+    from bmsparse import _kernels, spgemm
+
+    if not fit:
+        monkeypatch.setattr(count_mod, "MAX_RECORD_VALUES", 1)
+    a, b = operands("rectangular")
+    names: list[str] = []
+    monkeypatch.setattr(_kernels, "launch_hook", lambda name, *_: names.append(name))
+    got = spgemm(a.to_device(), b.to_device(), format=format)
+    monkeypatch.setattr(_kernels, "launch_hook", None)
+    records = [name for name in names if "multiply" in name and "records" in name]
+    assert len(records) == (1 if fit else 0), names
+    got = got.get() if format == "csr" else got.get().to_scipy()
+    want = a.to_scipy() @ b.to_scipy()
+    np.testing.assert_array_equal(got.toarray(), want.toarray())
 
 
 @pytest.mark.parametrize("a_value,b_value,kept", [
@@ -610,7 +665,7 @@ def counted(xp, bitmaps, packed):
 def test_drop_empty_blocks_before_the_multiply(xp, packed):
     # block 1 is empty (its pairs' products were empty): dropped with its task
     # run, the others keep their offsets (an empty block holds no value)
-    keys, bitmaps, offsets, first, last, nnz, _ = compact_mod.drop_empty(
+    keys, bitmaps, offsets, first, last, nnz, *_ = compact_mod.drop_empty(
         as_xp(xp, [3, 4, 7], np.uint64), counted(xp, [1, 0, 6], packed),
         as_xp(xp, [0, 2, 3, 5], np.int64))
     keys, bitmaps, offsets, first, last = (host(x) for x in (keys, bitmaps, offsets, first,
@@ -633,10 +688,22 @@ def test_drop_empty_finds_the_block_of_each_warp(xp, packed):
     offsets = host(got.offsets)
     assert offsets.tolist() == [0, 20, 50, 114, 115] and got.nnz == 115
     if xp is np:
-        assert got.warp_block is None  # the host's multiply needs none
+        assert got.warp_block is None and got.warp_starts is None  # the host needs none
     else:
         want = np.searchsorted(offsets, np.arange(0, got.nnz, 32), side="right") - 1
         assert host(got.warp_block).tolist() == want.tolist() == [0, 1, 2, 2]
+        assert host(got.warp_starts).tolist() == warp_words(offsets, got.nnz)
+
+
+def warp_words(offsets: np.ndarray, nnz: int) -> list[int]:
+    """multiply.warp_arrays' starts of blocks at ``offsets`` (strictly
+    increasing, the last nnz), from their definition."""
+    words = []
+    for first in range(0, nnz, 32):
+        q0 = np.searchsorted(offsets, first, side="right") - 1
+        starts = sum(1 << (32 + int(o) - first) for o in offsets[:-1] if first < o < first + 32)
+        words.append(starts | (first - int(offsets[q0])))
+    return words
 
 
 @pytest.mark.parametrize("packed", [True, False])

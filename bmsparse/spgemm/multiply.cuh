@@ -51,17 +51,20 @@ __device__ __forceinline__ I offset_of(I offset) { return offset; }
 
 // the terms of one pair for value (r, c), added to acc in ascending inner
 // index: row r of A's block (bitmap a_bm, value offset a_off; `above` masks
-// the rows above r) against column c of B's block (b_bm, b_off); the offsets
-// are read only when the pair has terms
+// the rows above r) against column c of B's block (b_bm, b_off); offsets
+// given as pointers are read only when the pair has terms. go_on: go past
+// the test for terms (true only where it makes no difference, to keep the
+// offsets' loads ahead of the test, see multiply_value)
 template <typename T, typename S, typename I, typename Off>
 __device__ __forceinline__ void add_pair_terms(T& acc, int r, int c, u64 above, u64 a_bm,
                                                Off a_off, const T* __restrict__ a_values,
                                                u64 b_bm, Off b_off,
-                                               const T* __restrict__ b_values)
+                                               const T* __restrict__ b_values,
+                                               bool go_on = false)
 {
     const unsigned int a_row = row_bits(a_bm, r);
     unsigned int terms = a_row & col_bits(b_bm, c);
-    if (!terms) return;
+    if (!terms && !go_on) return;  // go_on: the loop below finds no term either
     if constexpr (!S::reads_values) {
         for (; terms; terms &= terms - 1u) acc = S::add(acc, T(1));
         return;
@@ -171,8 +174,13 @@ __device__ __forceinline__ void multiply_value(
             const ulonglong2 bm = pairs.bitmaps[p];
             int2 off = {0, 0};
             if constexpr (S::reads_values) off = pairs.offsets[p];
+            // the offsets take part in the test for terms (offsets are never
+            // negative, and a pair without terms adds nothing anyway), so
+            // that their load goes out with the bitmaps': else the compiler
+            // moves it into the branch that adds the terms, after the
+            // bitmaps' round trip, one more step on the chain
             add_pair_terms<T, S, I>(acc, r, c, above, bm.x, (I)off.x, a_values, bm.y,
-                                    (I)off.y, b_values);
+                                    (I)off.y, b_values, (off.x | off.y) < 0);
         }
     } else if constexpr (AHEAD) {
         const auto& [a_bitmaps, a_offsets, b_bitmaps, b_offsets, task_a, task_b] = pairs;

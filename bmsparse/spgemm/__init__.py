@@ -342,10 +342,11 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     # the pairs' blocks are written for the multiply, where there is one
     records = not sr.structural and count.records_fit(_most_values(a), _most_values(b))
     counts = count.count(a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b,
-                         task_list.c_ptr, c_allowed, (a.offsets, b.offsets) if records else None)
+                         task_list.c_ptr, c_allowed, (a.offsets, b.offsets) if records else None,
+                         task_list.c_nblocks)
     pair_blocks = counts.pairs
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz, *warps = compact.drop_empty(
-        task_list.c_keys, counts, task_list.c_ptr)
+        task_list.c_keys, counts, task_list.c_ptr, task_list.c_nblocks)
     del counts  # the bitmaps and scan before dropping empty blocks: not kept to the peak
     # a fixed budget covers the task list too; free memory may have been read
     # after the task list was allocated, so only the values are checked against it
@@ -484,8 +485,10 @@ def _task_list(a: BitmapMatrix, b: BitmapMatrix, mask: BitmapMatrix | None,
     # (34 GB for 2^35 rows holding five entries), the task list with its blocks
     pointers = tuple(m._row_pointer() if rowmerge.rows_fit(m) else None
                      for m in (a, b)) if a.on_device else None
+    # unmasked, the count stage is queued before the number of output blocks
+    # is read (with the count's totals, in one sync): a sync less
     task_list = tasks.tasks(a.keys, b.keys, nblocks_along(a.shape[0]),
-                            nblocks_along(b.shape[1]), max_bytes, pointers)
+                            nblocks_along(b.shape[1]), max_bytes, pointers, sized=mask is not None)
     if mask is None:
         return task_list, None
     return task_list, count.outside_bits(task_list.c_keys, mask.keys, mask.bitmaps)

@@ -20,6 +20,7 @@ from .._format import set_bits
 from .._primitives import cumsum, exclusive_scan, scan_totals
 from .._sputils import get_array_module
 from .count import Counts, pack_shift, packed_sizes
+from .tasks import first_blocks
 
 _KERNELS = "spgemm/compact.cu"
 _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
@@ -55,7 +56,7 @@ class Kept(NamedTuple):
     warp_starts: Any = None
 
 
-def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
+def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None) -> Kept:
     """Remove the output blocks whose bitmap is empty, before the multiply.
 
     Parameters
@@ -65,6 +66,11 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
         The count stage's bitmaps and scan.
     c_ptr : int64 [c_nblocks + 1]
         Task runs of the blocks.
+    listed : int64 [1], optional
+        On the GPU, the number of output blocks on the device
+        (``tasks.TaskList.c_nblocks``): the arrays are then longer, the
+        blocks past it empty (``count.count``'s ``listed``), and it is read in
+        the same sync.
 
     Returns
     -------
@@ -76,8 +82,17 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
     the packed scan together (twice when the scan is not packed).
     """
     xp = get_array_module(c_keys, counts.bitmaps, counts.scan, c_ptr)
+    total = None
+    if listed is not None:
+        # sync: the sizes of C and the number of listed blocks, in one read
+        total, n = _readback.read_ints((counts.scan, -1), (listed, 0))
+        c_keys, c_ptr = first_blocks(c_keys, c_ptr, n)
+        # C's own, when nothing is dropped: copied when mostly unused, as the keys
+        bitmaps = counts.bitmaps[:n] if 2 * n >= counts.bitmaps.shape[0] else \
+            counts.bitmaps[:n].copy()
+        counts = Counts(bitmaps, counts.scan[:n + 1], counts.shift, counts.pairs)
     n = c_keys.shape[0]
-    nnz, kept, rank = _sizes(xp, counts)
+    nnz, kept, rank = _sizes(xp, counts, total)
     if kept == n:
         return Kept(c_keys, counts.bitmaps, counts.offsets(), c_ptr[:-1], c_ptr[1:], nnz)
     offsets = counts.offsets() if xp is np else counts.scan

@@ -28,6 +28,10 @@
 //                                      PairRecords (multiply.cuh), so that the
 //                                      multiply reads a pair in one step; not
 //                                      written for a block the mask leaves empty
+//   long long listed[1]              - (bmsparse_count_bitmaps) null, or the
+//                                      number of output blocks, on the device and
+//                                      at most c_nblocks (tasks.tasks(sized=False)):
+//                                      the blocks past it are written empty
 //
 // bmsparse_count_masked_bitmaps takes one more argument and keeps only the
 // bits a mask allows:
@@ -91,10 +95,15 @@ extern "C" __global__ void bmsparse_count_bitmaps(
     const long long* __restrict__ c_ptr, long long c_nblocks, long long shift,
     u64* __restrict__ c_bitmaps, long long* __restrict__ c_sizes,
     const long long* __restrict__ a_offsets, const long long* __restrict__ b_offsets,
-    ulonglong2* __restrict__ pair_bitmaps, int2* __restrict__ pair_offsets)
+    ulonglong2* __restrict__ pair_bitmaps, int2* __restrict__ pair_offsets,
+    const long long* __restrict__ listed)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
+    if (listed && q >= *listed) {  // past the list's blocks: empty, size 0
+        store_bitmap(q, 0ull, shift, c_bitmaps, c_sizes);
+        return;
+    }
     const u64 bitmap = or_of_products(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr[q], c_ptr[q + 1],
                                       {a_offsets, b_offsets, pair_bitmaps, pair_offsets});
     store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);

@@ -123,7 +123,7 @@ def _packed_sizes_kernel() -> Any:
 
 def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
           c_ptr: Any, c_allowed: Any = None,
-          offsets: tuple[Any, Any] | None = None) -> Counts:
+          offsets: tuple[Any, Any] | None = None, listed: Any = None) -> Counts:
     """Bitmaps of the output blocks, and the scan giving their value offsets and
     which are empty.
 
@@ -140,6 +140,11 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
     offsets : (int64 [a_nblocks + 1], int64 [b_nblocks + 1]), optional
         A's and B's value offsets, when :func:`records_fit`: the tasks'
         :class:`PairBlocks` are then written too, for the multiply.
+    listed : int64 [1], optional
+        On the GPU without ``c_allowed``: the number of output blocks, on the
+        device (``tasks.TaskList.c_nblocks``), of which ``c_ptr`` holds the
+        first; the blocks past it come out empty (the scan adds nothing for
+        them).
 
     Returns
     -------
@@ -158,23 +163,23 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
                                                          offsets[1], task_a, task_b)
     else:
         c_bitmaps, c_sizes, pairs = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
-                                                c_allowed, shift, offsets)
+                                                c_allowed, shift, offsets, listed)
     return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift, pairs)
 
 
 def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr: Any,
-                c_allowed: Any, shift: int,
-                offsets: tuple[Any, Any] | None) -> tuple[Any, Any, PairBlocks | None]:
+                c_allowed: Any, shift: int, offsets: tuple[Any, Any] | None,
+                listed: Any) -> tuple[Any, Any, PairBlocks | None]:
     c_nblocks = c_ptr.shape[0] - 1
     # C's bitmaps may become the product's: an allocation of their own
     c_bitmaps = _kernels.device_empty(c_nblocks, np.uint64)
+    null = _kernels.NULL
     if c_allowed is None:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_bitmaps")
-        args = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr)
+        args, tail = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr), (_kernels.or_null(listed),)
     else:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_masked_bitmaps")
-        args = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed)
-    null = _kernels.NULL
+        args, tail = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed), ()
     pairs, records = None, (null, null, null, null)
     if offsets is None:
         c_sizes = _kernels.device_empty(c_nblocks, np.int64)
@@ -185,7 +190,7 @@ def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr:
         pairs = PairBlocks(*pairs)
         records = (*offsets, *pairs)
     _kernels.launch(kernel, c_nblocks, (*args, np.int64(c_nblocks), np.int64(shift), c_bitmaps,
-                                        c_sizes, *records), cast=False)
+                                        c_sizes, *records, *tail), cast=False)
     return c_bitmaps, c_sizes, pairs
 
 

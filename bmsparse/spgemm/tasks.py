@@ -122,12 +122,17 @@ class TaskList(NamedTuple):
     c_keys : uint64 [c_nblocks] - output block keys, strictly increasing
     c_ptr : int64 [c_nblocks + 1] - tasks of output block q are
         ``task_a[c_ptr[q]:c_ptr[q + 1]]``
+    c_nblocks : int64 [1] or None - from ``tasks(..., sized=False)`` on the
+        GPU: c_nblocks, on the device and not yet read; ``c_keys`` and
+        ``c_ptr`` are then the ntasks-long buffers whose first c_nblocks
+        (+ 1) entries are the list's (see :func:`first_blocks`)
     """
 
     task_a: Any
     task_b: Any
     c_keys: Any
     c_ptr: Any
+    c_nblocks: Any = None
 
     @property
     def ntasks(self) -> int:
@@ -135,7 +140,8 @@ class TaskList(NamedTuple):
 
 
 def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
-          max_bytes: Budget = None, row_pointers: tuple[Any, Any] | None = None) -> TaskList:
+          max_bytes: Budget = None, row_pointers: tuple[Any, Any] | None = None,
+          sized: bool = True) -> TaskList:
     """Task list of ``A @ B`` from the block keys of A and B.
 
     Parameters
@@ -153,6 +159,11 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     row_pointers : (int64 [row_bound + 1], int64 [B's block rows + 1]), optional
         The block-row pointers of A and B (``BitmapMatrix._row_pointer``),
         when known: on the GPU they replace binary searches of the keys.
+    sized : bool
+        False: on the GPU, leave the number of output blocks on the device
+        (``TaskList.c_nblocks``) instead of syncing to read it, so that the
+        count stage is queued at once (``count.count`` takes it) and one
+        later sync reads it with the count's totals (``compact.drop_empty``).
 
     Returns
     -------
@@ -161,7 +172,8 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     Notes
     -----
     O(ntasks log ntasks) work; peak memory about 48 bytes per task. On the
-    GPU it syncs twice (to size the task list and the output).
+    GPU it syncs twice (to size the task list and the output; once unless
+    ``sized``).
     """
     xp = get_array_module(a_keys, b_keys)
     a_ptr, b_ptr = row_pointers or (None, None)
@@ -175,7 +187,7 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     if xp is not np and 2 * rows.heavy_tasks <= ntasks and (packs or not rows.heavy_tasks):
         task_a, task_b, keys = merge(ends, lo, counts, a_keys, b_keys, rows, col_bits,
                                      task_bits)
-        return TaskList(task_a, task_b, *run_heads(keys, KEY_SHIFT, 0))
+        return TaskList(task_a, task_b, *run_heads(keys, KEY_SHIFT, 0, sized))
     if packs:
         codes = expand(ends, lo, counts, a_keys, b_keys, ntasks, col_bits, task_bits)
         sorted_codes = sort_segments(codes, rows.row_first, rows.max_span, rows.long_tasks)
@@ -186,7 +198,7 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
         order = stable_argsort(xp, full)
         sorted_codes = full[order]
     task_a, task_b = unpack(sorted_codes, order, task_bits, ends, lo, counts)
-    return TaskList(task_a, task_b, *run_heads(sorted_codes, col_bits, task_bits))
+    return TaskList(task_a, task_b, *run_heads(sorted_codes, col_bits, task_bits, sized))
 
 
 def masked_tasks(a_keys: Any, b_keys: Any, m_keys: Any, max_bytes: Budget = None,
@@ -488,14 +500,16 @@ def unpack(sorted_codes: Any, order: Any, task_bits: int, ends: Any, lo: Any,
     return task_a, task_b
 
 
-def run_heads(sorted_codes: Any, col_bits: int, task_bits: int) -> tuple[Any, Any]:
+def run_heads(sorted_codes: Any, col_bits: int, task_bits: int,
+              sized: bool = True) -> tuple[Any, ...]:
     """``c_keys`` (uint64 [c_nblocks]) and ``c_ptr`` (int64 [c_nblocks + 1]) of
     sorted codes: an output block starts where ``code >> task_bits`` changes.
 
     On the GPU one launch finds and numbers the starts (see ``tasks.cu``), and
     one sync reads their number: the arrays are views of ntasks-long buffers,
     or copies when those would be more than half unused (they live as long as
-    the product).
+    the product; :func:`first_blocks`). Unless ``sized``: no sync, the
+    buffers themselves and c_nblocks on the device (int64 [1]) come back.
     """
     xp = get_array_module(sorted_codes)
     n = sorted_codes.shape[0]
@@ -511,7 +525,7 @@ def run_heads(sorted_codes: Any, col_bits: int, task_bits: int) -> tuple[Any, An
     c_ptr = xp.empty(n + 1, dtype=xp.int64)
     c_keys = xp.empty(n, dtype=xp.uint64)
     state, ntiles = _primitives.scan_state(n)
-    report = _readback.host_words(1)
+    report = _readback.host_words(1) if sized else None
     on_device = xp.empty(1, dtype=xp.int64) if report is None else None
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_run_heads")
     i64 = np.int64
@@ -519,9 +533,20 @@ def run_heads(sorted_codes: Any, col_bits: int, task_bits: int) -> tuple[Any, An
         sorted_codes, i64(n), i64(col_bits), i64(task_bits), np.uint64(state.ptr), i64(ntiles),
         c_ptr, c_keys, np.uint64(report) if on_device is None else on_device),
         block=_primitives.SCAN_THREADS, cast=False)
+    if not sized:
+        return c_keys, c_ptr, on_device
     # sync: the number of output blocks
     c_nblocks = _readback.take_words(1)[0] if on_device is None else _readback.read_last(
         on_device)
-    if 2 * c_nblocks < n:  # musae_git: 11.3 M blocks of 30.9 M tasks
+    return first_blocks(c_keys, c_ptr, c_nblocks)
+
+
+def first_blocks(c_keys: Any, c_ptr: Any, c_nblocks: int) -> tuple[Any, Any]:
+    """The first ``c_nblocks`` keys and ``c_nblocks + 1`` pointers of run
+    heads' buffers: views, or copies when the buffers would be more than half
+    unused (musae_git: 11.3 M blocks of 30.9 M tasks; they live as long as the
+    product)."""
+    if 2 * c_nblocks < c_keys.shape[0]:
         return c_keys[:c_nblocks].copy(), c_ptr[:c_nblocks + 1].copy()
     return c_keys[:c_nblocks], c_ptr[:c_nblocks + 1]
+

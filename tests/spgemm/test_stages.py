@@ -169,7 +169,8 @@ def task_args(xp, a: BitmapMatrix, b: BitmapMatrix):
 
 
 def assert_task_list(got, want: Tasks):
-    task_a, task_b, c_keys, c_ptr = (host(x) for x in got)
+    assert got.c_nblocks is None  # sized
+    task_a, task_b, c_keys, c_ptr = (host(x) for x in got[:4])
     assert (task_a.dtype, task_b.dtype, c_keys.dtype, c_ptr.dtype) == (
         np.int64, np.int64, np.uint64, np.int64)
     assert task_a.tolist() == want.task_a
@@ -181,13 +182,54 @@ def assert_task_list(got, want: Tasks):
 # --- stage 1: tasks ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("sized", [True, False])
 @pytest.mark.parametrize("name", list(CASES))
-def test_tasks(name, xp):
+def test_tasks(name, sized, xp):
     a, b = operands(name)
-    got = tasks_mod.tasks(*task_args(xp, a, b))
+    got = tasks_mod.tasks(*task_args(xp, a, b), sized=sized)
     want = brute_tasks([int(k) for k in a.keys], [int(k) for k in b.keys])
+    if got.c_nblocks is not None:
+        # unsized (GPU, some task): the run heads' buffers and their count on the device
+        assert not sized and xp is not np and got.c_ptr.shape[0] == got.ntasks + 1
+        n = int(got.c_nblocks[0])
+        got = tasks_mod.TaskList(got.task_a, got.task_b,
+                                 *tasks_mod.first_blocks(got.c_keys, got.c_ptr, n))
     assert_task_list(got, want)
     assert got.ntasks == len(want.task_a)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", WITH_TASKS)
+def test_count_and_drop_empty_past_the_listed_blocks(name):
+    # tasks(sized=False): the count's arrays run to ntasks, the blocks past
+    # the listed ones come out empty, and drop_empty reads the count with the
+    # totals: the same blocks as the sized list's
+    import cupy
+
+    a, b = operands(name)
+    args = task_args(cupy, a, b)
+    unsized = tasks_mod.tasks(*args, sized=False)
+    sized = tasks_mod.tasks(*args)
+    assert unsized.c_nblocks is not None
+    n = int(unsized.c_nblocks[0])
+    ntasks = unsized.ntasks
+    ops = (cupy.asarray(a.bitmaps), cupy.asarray(b.bitmaps))
+    offsets = (cupy.asarray(a.offsets), cupy.asarray(b.offsets))
+    padded = count_mod.count(*ops, unsized.task_a, unsized.task_b, unsized.c_ptr, None, offsets,
+                             unsized.c_nblocks)
+    want = count_mod.count(*ops, sized.task_a, sized.task_b, sized.c_ptr, None, offsets)
+    bitmaps = host(padded.bitmaps)
+    assert bitmaps.shape[0] == ntasks and not bitmaps[n:].any()
+    np.testing.assert_array_equal(bitmaps[:n], host(want.bitmaps))
+    assert int(padded.scan[-1]) >> padded.shift == int(want.scan[-1]) >> want.shift
+    got = compact_mod.drop_empty(unsized.c_keys, padded, unsized.c_ptr, unsized.c_nblocks)
+    ref = compact_mod.drop_empty(sized.c_keys, want, sized.c_ptr)
+    for field in ("keys", "bitmaps", "offsets", "first", "last", "warp_block", "warp_starts"):
+        x, y = getattr(got, field), getattr(ref, field)
+        assert (x is None) == (y is None), field
+        if x is not None:
+            np.testing.assert_array_equal(host(x), host(y), err_msg=field)
+    assert got.nnz == ref.nnz
 
 
 @pytest.mark.parametrize("mapped", [True, False])
@@ -263,7 +305,7 @@ def test_packed_sort_and_argsort_give_the_same_tasks(name, bits, xp, monkeypatch
     monkeypatch.setattr(tasks_mod, "PACKED_SORT_BITS", bits)
     fallback = tasks_mod.tasks(*args)
     assert len(calls) == 1
-    for got, want in zip(fallback, packed):
+    for got, want in zip(fallback[:4], packed[:4]):
         np.testing.assert_array_equal(host(got), host(want))
     assert_task_list(fallback, brute_tasks([int(k) for k in a.keys],
                                            [int(k) for k in b.keys]))

@@ -123,8 +123,9 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     count stage); graphs of one or two entries per block go by B's scalar
     rows instead of pairs of blocks (:func:`rowscalar.chooses`; the count
     stage then includes B's CSR form, the multiply stage the blocks' second
-    pass). The rest build a task list, which syncs 4
-    to 6 times to size intermediate arrays.
+    pass). The rest build a task list, which syncs 3
+    to 5 times to size intermediate arrays (twice before the multiply; once
+    more with a mask).
     """
     a, b = _operands(a, b)
     if a.shape[1] != b.shape[0]:

@@ -180,14 +180,13 @@ def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr:
     else:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_masked_bitmaps")
         args, tail = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed), ()
+    # the sizes die with the scan, the records after the multiply
+    c_sizes = _kernels.device_empty(c_nblocks, np.int64)
     pairs, records = None, (null, null, null, null)
-    if offsets is None:
-        c_sizes = _kernels.device_empty(c_nblocks, np.int64)
-    else:
+    if offsets is not None:
         ntasks = task_a.shape[0]
-        c_sizes, *pairs = _kernels.device_arrays((c_nblocks, np.int64), ((ntasks, 2), np.uint64),
-                                                 ((ntasks, 2), np.int32))
-        pairs = PairBlocks(*pairs)
+        pairs = PairBlocks(*_kernels.device_arrays(((ntasks, 2), np.uint64),
+                                                   ((ntasks, 2), np.int32)))
         records = (*offsets, *pairs)
     _kernels.launch(kernel, c_nblocks, (*args, np.int64(c_nblocks), np.int64(shift), c_bitmaps,
                                         c_sizes, *records, *tail), cast=False)

@@ -74,13 +74,8 @@ extern "C" __global__ void bmsparse_multiply_warp_blocks(
 
 // the arguments after the pairs, shared by both kernels
 #define BMSPARSE_MULTIPLY_ARGS                                                               \
-    const long long *__restrict__ c_first, const long long *__restrict__ c_last,             \
-        long long last_shift, const u64 *__restrict__ c_bitmaps,                             \
-        const long long *__restrict__ c_offsets, long long c_nblocks,                        \
-        const long long *__restrict__ warp_block,                                            \
-        const unsigned long long *__restrict__ warp_starts, long long c_nnz,                 \
-        T *__restrict__ c_values, unsigned long long *__restrict__ zero_values,              \
-        unsigned long long *zero_flag
+    BMSPARSE_C_BLOCKS_ARGS, T *__restrict__ c_values,                                        \
+        unsigned long long *__restrict__ zero_values, unsigned long long *zero_flag
 #define BMSPARSE_MULTIPLY_VALUE(pairs)                                                       \
     multiply_value<T, S, I>((I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x, pairs, a_values, \
                             b_values, c_first, c_last, last_shift, c_bitmaps, c_offsets,    \

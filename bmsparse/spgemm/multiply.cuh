@@ -103,6 +103,15 @@ struct PairRecords {
     const int2* __restrict__ offsets;          // (A's, B's), below 2^31
 };
 
+// the value kernels' arguments after the pairs that say where C's blocks
+// and values lie (multiply.cu, multiply_csr.cu)
+#define BMSPARSE_C_BLOCKS_ARGS                                                               \
+    const long long *__restrict__ c_first, const long long *__restrict__ c_last,             \
+        long long last_shift, const u64 *__restrict__ c_bitmaps,                             \
+        const long long *__restrict__ c_offsets, long long c_nblocks,                        \
+        const long long *__restrict__ warp_block,                                            \
+        const unsigned long long *__restrict__ warp_starts, long long c_nnz
+
 // I: the type of the kernel's index arithmetic, int where every index and
 // size fits in 31 bits (the host checks, see multiply.py's index_type), else
 // long long. The arrays stay 64-bit; with int every address is one

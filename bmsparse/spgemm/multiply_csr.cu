@@ -24,12 +24,8 @@
 
 // the arguments after the pairs, shared by both kernels
 #define BMSPARSE_MULTIPLY_CSR_ARGS                                                           \
-    const long long *__restrict__ c_first, const long long *__restrict__ c_last,             \
-        long long last_shift, const u64 *__restrict__ c_bitmaps,                             \
-        const long long *__restrict__ c_offsets, long long c_nblocks,                        \
-        const long long *__restrict__ warp_block,                                            \
-        const unsigned long long *__restrict__ warp_starts, long long c_nnz,                 \
-        const u64 *__restrict__ c_keys, const long long *__restrict__ brow_ptr,              \
+    BMSPARSE_C_BLOCKS_ARGS, const u64 *__restrict__ c_keys,                                  \
+        const long long *__restrict__ brow_ptr,                                              \
         const I *__restrict__ places, long long nrows, I *__restrict__ indptr,               \
         I *__restrict__ indices, T *__restrict__ data,                                       \
         unsigned long long *__restrict__ zero_values, unsigned long long *zero_flag

@@ -543,9 +543,10 @@ def test_multiply(name, dtype, records, xp):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("records", [False, True])
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("dtype", ["int64", "float64", "complex64"])
-def test_multiply_index_arithmetic_widths_agree(name, dtype, monkeypatch):
+def test_multiply_index_arithmetic_widths_agree(name, dtype, records, monkeypatch):
     # the kernel's 32-bit index arithmetic (every product of the tests and
     # the corpus) against the 64-bit one that larger products take
     import cupy
@@ -557,7 +558,7 @@ def test_multiply_index_arithmetic_widths_agree(name, dtype, monkeypatch):
     for dtype_of_index in (np.int32, np.int64):
         monkeypatch.setattr(multiply_mod, "index_type",
                             lambda *sizes, d=dtype_of_index: np.dtype(d))
-        c_values, c_nonzero = run_multiply(cupy, a, b, t, c_bitmaps, c_offsets)
+        c_values, c_nonzero = run_multiply(cupy, a, b, t, c_bitmaps, c_offsets, records)
         widths.append((host(c_values), c_nonzero))
     (narrow, narrow_nonzero), (wide, wide_nonzero) = widths
     assert narrow.tobytes() == wide.tobytes()

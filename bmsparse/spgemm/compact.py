@@ -20,7 +20,8 @@ from .._format import set_bits
 from .._primitives import cumsum, exclusive_scan, scan_totals
 from .._sputils import get_array_module
 from .count import Counts, pack_shift, packed_sizes
-from .tasks import first_blocks
+from .multiply import warp_specs
+from .tasks import first_blocks, front
 
 _KERNELS = "spgemm/compact.cu"
 _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
@@ -87,10 +88,9 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None) -> K
         # sync: the sizes of C and the number of listed blocks, in one read
         total, n = _readback.read_ints((counts.scan, -1), (listed, 0))
         c_keys, c_ptr = first_blocks(c_keys, c_ptr, n)
-        # C's own, when nothing is dropped: copied when mostly unused, as the keys
-        bitmaps = counts.bitmaps[:n] if 2 * n >= counts.bitmaps.shape[0] else \
-            counts.bitmaps[:n].copy()
-        counts = Counts(bitmaps, counts.scan[:n + 1], counts.shift, counts.pairs)
+        # the bitmaps are C's own when nothing is dropped
+        counts = Counts(front(counts.bitmaps, n), counts.scan[:n + 1], counts.shift,
+                        counts.pairs)
     n = c_keys.shape[0]
     nnz, kept, rank = _sizes(xp, counts, total)
     if kept == n:
@@ -258,7 +258,8 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
     """Keys, bitmaps and offsets of the blocks whose new bitmap is not empty,
     and when ``c_ptr`` is given their task runs (first, last), ``Kept.warp_block``
     and ``Kept.warp_starts`` (None on the host); ``nnz``, their number of
-    values, comes with ``c_ptr``.
+    values, comes with ``c_ptr``, which the GPU needs (only
+    :func:`drop_empty` runs this there).
 
     ``rank`` is the inclusive scan of ``new_bitmaps != 0`` and ``kept`` its
     last value, known on the host. On the GPU with ``shift``, ``new_offsets``
@@ -274,20 +275,14 @@ def _keep_blocks(xp: Any, c_keys: Any, new_bitmaps: Any, new_offsets: Any, rank:
     # C's blocks in one allocation; the kernel writes every offset (the last
     # by block n - 1's thread: n > 0 here, as a block is dropped)
     out_keys, out_bitmaps, out_offsets = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)
-    first = last = warp_block = warp_starts = None
-    if c_ptr is not None:
-        nwarps = -(-nnz // 32)
-        first, last, warp_block, warp_starts = _kernels.device_arrays(
-            (kept, np.int64), (kept, np.int64), (nwarps, np.int64), (nwarps, np.uint64),
-            zeroed=1)
+    # the task runs and the warps' words, which die after the multiply
+    first, last, warp_block, warp_starts = _kernels.device_arrays(
+        (kept, np.int64), (kept, np.int64), *warp_specs(nnz), zeroed=1)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
-    or_null = _kernels.or_null
-    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, or_null(rank), np.int64(shift),
-                                or_null(c_ptr), np.int64(n), out_keys, out_bitmaps, out_offsets,
-                                or_null(first), or_null(last), or_null(warp_block),
-                                or_null(warp_starts)), cast=False)
-    out = (out_keys, out_bitmaps, out_offsets)
-    return out if c_ptr is None else (*out, first, last, warp_block, warp_starts)
+    _kernels.launch(kernel, n, (c_keys, new_bitmaps, new_offsets, _kernels.or_null(rank),
+                                np.int64(shift), c_ptr, np.int64(n), out_keys, out_bitmaps,
+                                out_offsets, first, last, warp_block, warp_starts), cast=False)
+    return out_keys, out_bitmaps, out_offsets, first, last, warp_block, warp_starts
 
 
 def _compact_cuda(c_keys, c_bitmaps, c_nonzero, c_offsets, new_offsets, rank, shift,

@@ -241,8 +241,14 @@ def warp_arrays(nnz: int) -> tuple[Any, Any]:
     ``warp_block[w]`` come before 32 w (``mark_warp_starts`` in bitmap.cuh):
     a lane finds its value's block and place from the two words alone.
     """
+    return tuple(_kernels.device_arrays(*warp_specs(nnz), zeroed=1))
+
+
+def warp_specs(nnz: int) -> tuple[tuple[int, np.dtype], ...]:
+    """``(shape, dtype)`` of :func:`warp_arrays`, for a caller that allocates
+    them with other arrays (``_kernels.device_arrays``; the starts last, zeroed)."""
     nwarps = -(-nnz // _WARP)
-    return tuple(_kernels.device_arrays((nwarps, np.int64), (nwarps, np.uint64), zeroed=1))
+    return (nwarps, np.dtype(np.int64)), (nwarps, np.dtype(np.uint64))
 
 
 def value_arrays(nnz: int, dtype: np.dtype) -> tuple[Any, Any]:

@@ -344,7 +344,8 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     records = not sr.structural and count.records_fit(_most_values(a), _most_values(b))
     counts = count.count(a.bitmaps, b.bitmaps, task_list.task_a, task_list.task_b,
                          task_list.c_ptr, c_allowed, (a.offsets, b.offsets) if records else None,
-                         task_list.c_nblocks)
+                         task_list.c_nblocks, task_list.task_block)
+    task_list = task_list._replace(task_block=None)  # not kept to the peak
     pair_blocks = counts.pairs
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz, *warps = compact.drop_empty(
         task_list.c_keys, counts, task_list.c_ptr, task_list.c_nblocks)

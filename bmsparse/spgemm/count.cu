@@ -33,6 +33,18 @@
 //                                      at most c_nblocks (tasks.tasks(sized=False)):
 //                                      the blocks past it are written empty
 //
+// bmsparse_count_tasks: the same, by tasks instead of by output blocks (one
+// thread per output block waits on its block's pairs one after another: the
+// surrogate's longest has 155). The arguments of bmsparse_count_bitmaps and
+//   int       task_block[ntasks]     - output block of each task (tasks.cu's
+//                                      run_heads)
+//   long long ntasks
+// Launch: one thread per task (at least c_nblocks), blocks of a multiple of
+// 32. A task's thread writes its record; the OR of a block's products is
+// gathered over the warp's lanes by shuffles, with the block's tasks past
+// the warp (c_ptr), and the block's first task writes its bitmap and size.
+// Surrogate (H100): 120 -> 85 us (benchmarks/NOTES.md, session 29).
+//
 // bmsparse_count_masked_bitmaps takes one more argument and keeps only the
 // bits a mask allows:
 //   u64       c_allowed[c_nblocks]   - bits output block q may have (the mask's
@@ -107,6 +119,78 @@ extern "C" __global__ void bmsparse_count_bitmaps(
     const u64 bitmap = or_of_products(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr[q], c_ptr[q + 1],
                                       {a_offsets, b_offsets, pair_bitmaps, pair_offsets});
     store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);
+}
+
+// Task t of bmsparse_count_tasks, for a whole warp of 32 consecutive tasks
+// (t past ntasks: none): writes its record; returns whether it is its
+// block's first task, and then its block q and the block's bitmap.
+__device__ __forceinline__ bool count_task(
+    long long t, const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ task_a, const long long* __restrict__ task_b,
+    const int* __restrict__ task_block, long long ntasks, const long long* __restrict__ c_ptr,
+    const RecordsOut& records, int& q, u64& bitmap)
+{
+    const int lane = (int)(threadIdx.x & 31u);
+    const bool in = t < ntasks;
+    q = -1;
+    u64 product = 0;
+    if (in) {
+        q = task_block[t];
+        const long long ia = task_a[t], ib = task_b[t];
+        const u64 a = a_bitmaps[ia], b = b_bitmaps[ib];
+        if (records.bitmaps) {
+            records.bitmaps[t] = make_ulonglong2(a, b);
+            records.offsets[t] =
+                make_int2((int)records.a_offsets[ia], (int)records.b_offsets[ib]);
+        }
+        product = bool_product(a, b);
+    }
+    // the products of this task and the block's next tasks in the warp (a
+    // block's tasks are consecutive: the lane d on holds the OR of
+    // [lane + d, lane + 2d) of its block, which is this lane's block if q is)
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const u64 next = __shfl_down_sync(0xffffffffu, product, d);
+        const int next_q = __shfl_down_sync(0xffffffffu, q, d);
+        if (lane + d < 32 && next_q == q) product |= next;
+    }
+    const int before = __shfl_up_sync(0xffffffffu, q, 1);
+    const bool first = in && (lane ? before != q : t == 0 || task_block[t - 1] != q);
+    // The warp's last block may go on past the warp: where it starts in this
+    // warp, the whole warp ORs in its tasks past the warp, 32 at a time (one
+    // thread's loop over them took the surrogate's count to 104 us, against 85)
+    const int last = __shfl_sync(0xffffffffu, q, 31);
+    const int last_lane = __ffs(__ballot_sync(0xffffffffu, q == last)) - 1;
+    if (last >= 0 && __shfl_sync(0xffffffffu, first, last_lane)) {
+        u64 more = 0;
+        for (long long u = t + 32, end = c_ptr[last + 1]; u < end; u += 32)
+            more |= bool_product(a_bitmaps[task_a[u]], b_bitmaps[task_b[u]]);
+        const unsigned int low = __reduce_or_sync(0xffffffffu, (unsigned int)more);
+        const unsigned int high = __reduce_or_sync(0xffffffffu, (unsigned int)(more >> 32));
+        if (lane == last_lane) product |= (u64)high << 32 | low;
+    }
+    bitmap = product;
+    return first;
+}
+
+extern "C" __global__ void bmsparse_count_tasks(
+    const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ task_a, const long long* __restrict__ task_b,
+    const int* __restrict__ task_block, long long ntasks,
+    const long long* __restrict__ c_ptr, long long c_nblocks, long long shift,
+    u64* __restrict__ c_bitmaps, long long* __restrict__ c_sizes,
+    const long long* __restrict__ a_offsets, const long long* __restrict__ b_offsets,
+    ulonglong2* __restrict__ pair_bitmaps, int2* __restrict__ pair_offsets,
+    const long long* __restrict__ listed)
+{
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    int q;
+    u64 bitmap;
+    if (count_task(t, a_bitmaps, b_bitmaps, task_a, task_b, task_block, ntasks, c_ptr,
+                   {a_offsets, b_offsets, pair_bitmaps, pair_offsets}, q, bitmap))
+        store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);
+    // past the list's blocks (tasks.tasks(sized=False)): empty, size 0
+    if (listed && t < c_nblocks && t >= *listed) store_bitmap(t, 0ull, shift, c_bitmaps, c_sizes);
 }
 
 extern "C" __global__ void bmsparse_count_masked_bitmaps(

@@ -19,6 +19,7 @@ from .._sputils import get_array_module
 
 _KERNELS = "spgemm/count.cu"
 _kernels.register(_KERNELS, {"bmsparse_count_bitmaps": (),
+                             "bmsparse_count_tasks": (),
                              "bmsparse_count_masked_bitmaps": (),
                              "bmsparse_count_pairs": ()})
 
@@ -123,7 +124,8 @@ def _packed_sizes_kernel() -> Any:
 
 def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
           c_ptr: Any, c_allowed: Any = None,
-          offsets: tuple[Any, Any] | None = None, listed: Any = None) -> Counts:
+          offsets: tuple[Any, Any] | None = None, listed: Any = None,
+          task_block: Any = None) -> Counts:
     """Bitmaps of the output blocks, and the scan giving their value offsets and
     which are empty.
 
@@ -145,6 +147,10 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
         device (``tasks.TaskList.c_nblocks``), of which ``c_ptr`` holds the
         first; the blocks past it come out empty (the scan adds nothing for
         them).
+    task_block : int32 [ntasks], optional
+        On the GPU without ``c_allowed``: the output block of each task
+        (``tasks.TaskList.task_block``); the count then runs a thread per
+        task instead of per output block (the same results).
 
     Returns
     -------
@@ -163,18 +169,36 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
                                                          offsets[1], task_a, task_b)
     else:
         c_bitmaps, c_sizes, pairs = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
-                                                c_allowed, shift, offsets, listed)
+                                                c_allowed, shift, offsets, listed, task_block)
     return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift, pairs)
+
+
+def _records(ntasks: int, offsets: tuple[Any, Any] | None) -> tuple[PairBlocks | None,
+                                                                     tuple[Any, ...]]:
+    """The tasks' :class:`PairBlocks` (uninitialised; None without ``offsets``)
+    and the count kernels' arguments that write them: A's and B's offsets,
+    then the records' arrays (null pointers without)."""
+    if offsets is None:
+        null = _kernels.NULL
+        return None, (null, null, null, null)
+    pairs = PairBlocks(*_kernels.device_arrays(((ntasks, 2), np.uint64),
+                                               ((ntasks, 2), np.int32)))
+    return pairs, (*offsets, *pairs)
 
 
 def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr: Any,
                 c_allowed: Any, shift: int, offsets: tuple[Any, Any] | None,
-                listed: Any) -> tuple[Any, Any, PairBlocks | None]:
+                listed: Any, task_block: Any) -> tuple[Any, Any, PairBlocks | None]:
     c_nblocks = c_ptr.shape[0] - 1
     # C's bitmaps may become the product's: an allocation of their own
     c_bitmaps = _kernels.device_empty(c_nblocks, np.uint64)
-    null = _kernels.NULL
-    if c_allowed is None:
+    threads = c_nblocks
+    if c_allowed is None and task_block is not None:
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_tasks")
+        threads = task_a.shape[0]  # at least c_nblocks
+        args = (a_bitmaps, b_bitmaps, task_a, task_b, task_block, np.int64(threads), c_ptr)
+        tail = (_kernels.or_null(listed),)
+    elif c_allowed is None:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_bitmaps")
         args, tail = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr), (_kernels.or_null(listed),)
     else:
@@ -182,13 +206,8 @@ def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr:
         args, tail = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr, c_allowed), ()
     # the sizes die with the scan, the records after the multiply
     c_sizes = _kernels.device_empty(c_nblocks, np.int64)
-    pairs, records = None, (null, null, null, null)
-    if offsets is not None:
-        ntasks = task_a.shape[0]
-        pairs = PairBlocks(*_kernels.device_arrays(((ntasks, 2), np.uint64),
-                                                   ((ntasks, 2), np.int32)))
-        records = (*offsets, *pairs)
-    _kernels.launch(kernel, c_nblocks, (*args, np.int64(c_nblocks), np.int64(shift), c_bitmaps,
+    pairs, records = _records(task_a.shape[0], offsets)
+    _kernels.launch(kernel, threads, (*args, np.int64(c_nblocks), np.int64(shift), c_bitmaps,
                                         c_sizes, *records, *tail), cast=False)
     return c_bitmaps, c_sizes, pairs
 

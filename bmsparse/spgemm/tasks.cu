@@ -146,6 +146,27 @@ extern "C" __global__ void bmsparse_tasks_unpack(
     task_b[s] = lo[a] + t - (ends[a] - counts[a]);
 }
 
+// the output blocks of a run_heads thread's tasks [first, first + ITEMS):
+// bit k of starts says task first + k starts a run, and `runs` runs start
+// before the first; two 16-byte stores where the thread's 8 tasks all exist
+__device__ __forceinline__ void write_task_blocks(int* __restrict__ task_block,
+                                                  long long ntasks, long long first,
+                                                  unsigned int starts, long long runs)
+{
+    static_assert(BMSPARSE_SCAN_ITEMS == 8, "two int4 a thread");
+    int block[BMSPARSE_SCAN_ITEMS];
+    int run = (int)runs - 1;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) block[k] = run += (int)((starts >> k) & 1u);
+    if (first + BMSPARSE_SCAN_ITEMS <= ntasks) {
+        int4* out = reinterpret_cast<int4*>(task_block + first);
+        out[0] = make_int4(block[0], block[1], block[2], block[3]);
+        out[1] = make_int4(block[4], block[5], block[6], block[7]);
+        return;
+    }
+    for (int k = 0; first + k < ntasks; ++k) task_block[first + k] = block[k];
+}
+
 // The output blocks of the sorted tasks: a run starts where a task's key
 // differs from the one before, and the one-launch scan of those starts
 // (../_cuda/scan.cuh) numbers the runs in the same pass, so no flags or
@@ -160,10 +181,12 @@ extern "C" __global__ void bmsparse_tasks_unpack(
 //                                 c_ptr[c_nblocks] = ntasks
 //   u64       c_keys[ntasks]    - out: key of output block q (q < c_nblocks)
 //   long long report[1]         - out: c_nblocks (may be page-locked host memory)
+//   int       task_block[ntasks] - out, or null: the output block of each task
+//                                 (ntasks < 2^31), for count.cu's count by tasks
 extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_tasks_run_heads(
     const u64* __restrict__ sorted, long long ntasks, long long col_bits, long long task_bits,
     long long* state, long long ntiles, long long* __restrict__ c_ptr,
-    u64* __restrict__ c_keys, long long* report)
+    u64* __restrict__ c_keys, long long* report, int* __restrict__ task_block)
 {
     __shared__ u64 keys[BMSPARSE_SCAN_SLOTS];
     __shared__ short starts_at[BMSPARSE_SCAN_TILE];  // the tile's run starts, in order
@@ -187,6 +210,7 @@ extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_tas
         before = key;
     }
     const ScanPrefix prefix = scan_thread_prefix(__popc(starts), tile, ntiles, state);
+    if (task_block) write_task_blocks(task_block, ntasks, first, starts, prefix.thread);
     // the starts listed in shared memory, then written out coalesced
     for (int h = (int)(prefix.thread - prefix.tile); starts; starts &= starts - 1u, ++h)
         starts_at[h] = (short)(own + __ffs(starts) - 1);

@@ -126,6 +126,9 @@ class TaskList(NamedTuple):
         GPU: c_nblocks, on the device and not yet read; ``c_keys`` and
         ``c_ptr`` are then the ntasks-long buffers whose first c_nblocks
         (+ 1) entries are the list's (see :func:`first_blocks`)
+    task_block : int32 [ntasks] or None - with ``c_nblocks`` (fewer than
+        2^31 tasks): the output block of each task, for ``count.count``'s
+        count by tasks
     """
 
     task_a: Any
@@ -133,6 +136,7 @@ class TaskList(NamedTuple):
     c_keys: Any
     c_ptr: Any
     c_nblocks: Any = None
+    task_block: Any = None
 
     @property
     def ntasks(self) -> int:
@@ -509,7 +513,8 @@ def run_heads(sorted_codes: Any, col_bits: int, task_bits: int,
     one sync reads their number: the arrays are views of ntasks-long buffers,
     or copies when those would be more than half unused (they live as long as
     the product; :func:`first_blocks`). Unless ``sized``: no sync, the
-    buffers themselves and c_nblocks on the device (int64 [1]) come back.
+    buffers themselves, c_nblocks on the device (int64 [1]) and the output
+    block of each task (int32 [n], or None from 2^31 tasks on) come back.
     """
     xp = get_array_module(sorted_codes)
     n = sorted_codes.shape[0]
@@ -527,14 +532,16 @@ def run_heads(sorted_codes: Any, col_bits: int, task_bits: int,
     state, ntiles = _primitives.scan_state(n)
     report = _readback.host_words(1) if sized else None
     on_device = xp.empty(1, dtype=xp.int64) if report is None else None
+    # the count by tasks' blocks, which die with the count (its own allocation)
+    task_block = _kernels.device_empty(n, np.int32) if not sized and n < 1 << 31 else None
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_run_heads")
     i64 = np.int64
     _kernels.launch(kernel, ntiles * _primitives.SCAN_THREADS, (
         sorted_codes, i64(n), i64(col_bits), i64(task_bits), np.uint64(state.ptr), i64(ntiles),
-        c_ptr, c_keys, np.uint64(report) if on_device is None else on_device),
-        block=_primitives.SCAN_THREADS, cast=False)
+        c_ptr, c_keys, np.uint64(report) if on_device is None else on_device,
+        _kernels.or_null(task_block)), block=_primitives.SCAN_THREADS, cast=False)
     if not sized:
-        return c_keys, c_ptr, on_device
+        return c_keys, c_ptr, on_device, task_block
     # sync: the number of output blocks
     c_nblocks = _readback.take_words(1)[0] if on_device is None else _readback.read_last(
         on_device)

@@ -192,6 +192,9 @@ def test_tasks(name, sized, xp):
         # unsized (GPU, some task): the run heads' buffers and their count on the device
         assert not sized and xp is not np and got.c_ptr.shape[0] == got.ntasks + 1
         n = int(got.c_nblocks[0])
+        # and the block of each task
+        lengths = np.diff(want.c_ptr)
+        assert host(got.task_block).tolist() == np.repeat(np.arange(n), lengths).tolist()
         got = tasks_mod.TaskList(got.task_a, got.task_b,
                                  *tasks_mod.first_blocks(got.c_keys, got.c_ptr, n))
     assert_task_list(got, want)
@@ -199,11 +202,13 @@ def test_tasks(name, sized, xp):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("by_tasks", [False, True])
 @pytest.mark.parametrize("name", WITH_TASKS)
-def test_count_and_drop_empty_past_the_listed_blocks(name):
+def test_count_and_drop_empty_past_the_listed_blocks(name, by_tasks):
     # tasks(sized=False): the count's arrays run to ntasks, the blocks past
     # the listed ones come out empty, and drop_empty reads the count with the
-    # totals: the same blocks as the sized list's
+    # totals: the same blocks as the sized list's; counted by output block or
+    # by task
     import cupy
 
     a, b = operands(name)
@@ -216,8 +221,12 @@ def test_count_and_drop_empty_past_the_listed_blocks(name):
     ops = (cupy.asarray(a.bitmaps), cupy.asarray(b.bitmaps))
     offsets = (cupy.asarray(a.offsets), cupy.asarray(b.offsets))
     padded = count_mod.count(*ops, unsized.task_a, unsized.task_b, unsized.c_ptr, None, offsets,
-                             unsized.c_nblocks)
+                             unsized.c_nblocks, unsized.task_block if by_tasks else None)
     want = count_mod.count(*ops, sized.task_a, sized.task_b, sized.c_ptr, None, offsets)
+    read = host(sized.c_ptr)[-1]  # the records of the listed blocks' tasks
+    for field in ("bitmaps", "offsets"):
+        np.testing.assert_array_equal(host(getattr(padded.pairs, field))[:read],
+                                      host(getattr(want.pairs, field))[:read], err_msg=field)
     bitmaps = host(padded.bitmaps)
     assert bitmaps.shape[0] == ntasks and not bitmaps[n:].any()
     np.testing.assert_array_equal(bitmaps[:n], host(want.bitmaps))
@@ -255,6 +264,12 @@ def test_run_heads_across_scan_tiles(col_bits, task_bits, short, mapped, xp, mon
     assert host(c_keys).tolist() == ((row << np.uint64(32)) | col).tolist()
     assert host(c_ptr).tolist() == [0, *np.cumsum(lengths).tolist()]
     assert host(c_ptr)[-1] == n
+    if xp is not np:  # unsized: the buffers, their count, the block of each code
+        keys_buffer, ptr_buffer, c_nblocks, task_block = tasks_mod.run_heads(
+            xp.asarray(codes), col_bits, task_bits, sized=False)
+        assert int(c_nblocks[0]) == nruns and task_block.dtype == np.int32
+        assert host(ptr_buffer)[:nruns + 1].tolist() == host(c_ptr).tolist()
+        np.testing.assert_array_equal(host(task_block), np.repeat(np.arange(nruns), lengths))
 
 
 def test_tasks_by_hand(xp):
@@ -353,6 +368,37 @@ def test_tasks_rows_of_every_kind(runs, most_tasks, heavy_sort, cached_runs, poi
     assert len(merges) == (xp is not np and runs > 0)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("nrows", [3, 3000])
+def test_block_row_figures(nrows, monkeypatch):
+    # the figures that pick the sort (the spans kernel's atomics, over one
+    # thread block or many), against their definitions
+    import cupy
+
+    monkeypatch.setattr(tasks_mod._primitives, "SORT_CHUNK", 12)
+    monkeypatch.setattr(tasks_mod, "RANK_MAX_RUNS", 4)
+    monkeypatch.setattr(tasks_mod, "RANK_MAX_TASKS", 20)
+    rng = np.random.default_rng(nrows)
+    a_keys = np.unique([(int(i) << 32) | int(j) for i in rng.choice(5 * nrows, nrows)
+                        for j in rng.choice(40, rng.integers(1, 7))]).astype(np.uint64)
+    b_keys = np.unique([(j << 32) | int(k) for j in range(40)
+                        for k in rng.choice(50, rng.integers(0, 6))]).astype(np.uint64)
+    a, b = cupy.asarray(a_keys), cupy.asarray(b_keys)
+    lo, counts, ends = tasks_mod.ranges(a, b, scan=True)
+    got = tasks_mod._rows(cupy, a, ends, counts)
+    row = (a_keys >> np.uint64(32)).astype(np.int64)
+    row_blocks = np.bincount(row)
+    row_tasks = np.bincount(row, weights=host(counts)).astype(np.int64)
+    heavy = (row_blocks > 4) | (row_tasks > 20)
+    assert got.ntasks == int(host(counts).sum())
+    assert got.nrows == np.count_nonzero(row_blocks) and got.max_span == row_tasks.max()
+    assert got.long_tasks == row_tasks[row_tasks > 12].sum()
+    assert got.heavy_rows == np.count_nonzero(heavy & (row_blocks > 0))
+    assert got.heavy_tasks == row_tasks[heavy].sum()
+    if nrows > 100:
+        assert 0 < got.heavy_rows < got.nrows  # both kinds of row are there
+
+
 # --- stage 2: count ---------------------------------------------------------------------
 
 
@@ -391,6 +437,49 @@ def test_count(name, packed, xp, monkeypatch):
     assert c_bitmaps.dtype == np.uint64 and c_offsets.dtype == np.int64
     assert [int(x) for x in c_bitmaps] == want_bitmaps
     assert c_offsets.tolist() == want_offsets
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("records", [False, True])
+@pytest.mark.parametrize("hub", [1, 31, 33, 100, 700])
+def test_count_by_tasks_blocks_across_warps(hub, records):
+    # an output block of `hub` pairs (one A block row against B's block
+    # column 0) among blocks of one to three: the count by tasks ORs what
+    # lies past a warp in the block's first task, as the count by blocks
+    import cupy
+
+    rng = np.random.default_rng(hub)
+    a_keys = sorted({(0 << 32) | j for j in range(hub)}
+                    | {(int(i) << 32) | int(j) for i in rng.integers(1, 40, 60)
+                       for j in rng.integers(0, hub + 3, 2)})
+    b_keys = sorted({j << 32 for j in range(hub)}
+                    | {(int(j) << 32) | int(k) for j in rng.integers(0, hub + 3, 80)
+                       for k in rng.integers(1, 9, 2)})
+    a_bitmaps = rng.integers(0, 2**63, len(a_keys), dtype=np.int64).astype(np.uint64)
+    b_bitmaps = rng.integers(0, 2**63, len(b_keys), dtype=np.int64).astype(np.uint64)
+    a_bitmaps[rng.random(len(a_keys)) < 0.3] = 1  # and products that are empty
+    ka, kb = (cupy.asarray(np.array(k, dtype=np.uint64)) for k in (a_keys, b_keys))
+    unsized = tasks_mod.tasks(ka, kb, 40, 9, sized=False)
+    assert unsized.task_block is not None
+    offsets = (cupy.arange(len(a_keys) + 1, dtype=cupy.int64) * 3,
+               cupy.arange(len(b_keys) + 1, dtype=cupy.int64) * 5) if records else None
+    args = (cupy.asarray(a_bitmaps), cupy.asarray(b_bitmaps), unsized.task_a, unsized.task_b,
+            unsized.c_ptr, None, offsets, unsized.c_nblocks)
+    got = count_mod.count(*args, unsized.task_block)
+    want = count_mod.count(*args)
+    n = int(unsized.c_nblocks[0])
+    np.testing.assert_array_equal(host(got.bitmaps), host(want.bitmaps))
+    np.testing.assert_array_equal(host(got.scan), host(want.scan))
+    assert (got.pairs is None) == (want.pairs is None) == (not records)
+    if records:
+        np.testing.assert_array_equal(host(got.pairs.bitmaps), host(want.pairs.bitmaps))
+        np.testing.assert_array_equal(host(got.pairs.offsets), host(want.pairs.offsets))
+    # and against the host's count of the sized list
+    sized = tasks_mod.tasks(*(np.array(k, dtype=np.uint64) for k in (a_keys, b_keys)), 40, 9)
+    ref = count_mod.count(a_bitmaps, b_bitmaps, sized.task_a, sized.task_b, sized.c_ptr)
+    np.testing.assert_array_equal(host(got.bitmaps)[:n], ref.bitmaps)
+    assert host(got.offsets())[-1] == ref.offsets()[-1] and not host(got.bitmaps)[n:].any()
+    assert np.diff(host(sized.c_ptr)).max() >= hub
 
 
 @pytest.mark.parametrize("name", WITH_TASKS)

@@ -11,6 +11,19 @@
 #include "../_cuda/csr.cuh"
 #include "../_cuda/semiring.cuh"
 
+// C's values are written once and not read again by the kernel: stores that
+// evict first, so that A's and B's values stay in L2
+template <typename T>
+__device__ __forceinline__ void stream_store(T* at, T value) {
+    if constexpr (sizeof(T) == 8) {
+        __stcs(reinterpret_cast<long long*>(at), *reinterpret_cast<const long long*>(&value));
+    } else if constexpr (sizeof(T) == 4) {
+        __stcs(reinterpret_cast<int*>(at), *reinterpret_cast<const int*>(&value));
+    } else {
+        *at = value;
+    }
+}
+
 // value v of C written at v of C's values
 template <typename T>
 struct BitmapOrder {
@@ -18,7 +31,7 @@ struct BitmapOrder {
     template <typename I>
     __device__ __forceinline__ I place(I v, I, u64, int) const { return v; }
     template <typename I>
-    __device__ __forceinline__ void store(I at, T value) const { values[at] = value; }
+    __device__ __forceinline__ void store(I at, T value) const { stream_store(values + at, value); }
 };
 
 // value v of C written to CSR arrays, its column index beside it: C's keys

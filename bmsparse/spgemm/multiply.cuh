@@ -154,13 +154,13 @@ __device__ __forceinline__ void multiply_value(
     const I warp_first = v & ~(I)31;
     if (warp_first >= nnz) return;  // whole warps leave together
     const int lane = (int)(threadIdx.x & 31u);
-    const I q0 = (I)warp_block[warp_first >> 5];
+    const I q0 = (I)__ldcs(warp_block + (warp_first >> 5));
     I q;
     int index;  // of value v in block q
     if (warp_starts) {
         // the starts at or before this lane: their number is the lane's
         // block after q0, the last the block's first lane
-        const u64 word = warp_starts[warp_first >> 5];
+        const u64 word = __ldcs(warp_starts + (warp_first >> 5));
         const unsigned int starts = (unsigned int)(word >> 32) & (0xffffffffu >> (31 - lane));
         q = q0 + __popc(starts);
         index = starts ? lane - (31 - __clz(starts)) : (int)(unsigned int)word + lane;
@@ -181,7 +181,7 @@ __device__ __forceinline__ void multiply_value(
     }
     const unsigned int live = __ballot_sync(0xffffffffu, v < nnz);
     if (v >= nnz) return;
-    const u64 c_bm = c_bitmaps[q];
+    const u64 c_bm = __ldcs(c_bitmaps + q);
     const int bit = nth_set_bit(c_bm, index);
     const int r = bit >> 3, c = bit & 7;
     // loaded before the sum, so that its loads overlap the pairs'
@@ -189,13 +189,13 @@ __device__ __forceinline__ void multiply_value(
     // the bits of A's rows above r: where row r's values start in a block
     const u64 above = (1ull << (r << 3)) - 1ull;
     T acc = S::template identity<T>();
-    const I p1 = (I)c_last[q + (I)last_shift];
-    I p = (I)c_first[q];
+    const I p1 = (I)__ldcs(c_last + q + (I)last_shift);
+    I p = (I)__ldcs(c_first + q);
     if constexpr (Pairs::records) {
         for (; p < p1; ++p) {
-            const ulonglong2 bm = pairs.bitmaps[p];
+            const ulonglong2 bm = __ldcs(pairs.bitmaps + p);
             int2 off = {0, 0};
-            if constexpr (S::reads_values) off = pairs.offsets[p];
+            if constexpr (S::reads_values) off = __ldcs(pairs.offsets + p);
             // the offsets take part in the test for terms (offsets are never
             // negative, and a pair without terms adds nothing anyway), so
             // that their load goes out with the bitmaps': else the compiler

@@ -70,6 +70,22 @@ struct RecordsOut {
     int2* __restrict__ offsets;
 };
 
+// the Boolean product of task t's blocks, writing the task's record where
+// `records` says (both count kernels)
+__device__ __forceinline__ u64 task_product(
+    long long t, const u64* __restrict__ a_bitmaps, const u64* __restrict__ b_bitmaps,
+    const long long* __restrict__ task_a, const long long* __restrict__ task_b,
+    const RecordsOut& records)
+{
+    const long long ia = task_a[t], ib = task_b[t];
+    const u64 a = a_bitmaps[ia], b = b_bitmaps[ib];
+    if (records.bitmaps) {
+        records.bitmaps[t] = make_ulonglong2(a, b);
+        records.offsets[t] = make_int2((int)records.a_offsets[ia], (int)records.b_offsets[ib]);
+    }
+    return bool_product(a, b);
+}
+
 // the OR of the pairs' Boolean products, and with `records` the pairs' blocks
 // (written for every task: a second pass over the tasks of non-empty blocks
 // only took the count 130 -> 159 us on the surrogate)
@@ -79,16 +95,8 @@ __device__ __forceinline__ u64 or_of_products(
     long long first, long long last, const RecordsOut& records = {})
 {
     u64 bitmap = 0;
-    for (long long t = first; t < last; ++t) {
-        const long long ia = task_a[t], ib = task_b[t];
-        const u64 a = a_bitmaps[ia], b = b_bitmaps[ib];
-        bitmap |= bool_product(a, b);
-        if (records.bitmaps) {
-            records.bitmaps[t] = make_ulonglong2(a, b);
-            records.offsets[t] =
-                make_int2((int)records.a_offsets[ia], (int)records.b_offsets[ib]);
-        }
-    }
+    for (long long t = first; t < last; ++t)
+        bitmap |= task_product(t, a_bitmaps, b_bitmaps, task_a, task_b, records);
     return bitmap;
 }
 
@@ -136,14 +144,7 @@ __device__ __forceinline__ bool count_task(
     u64 product = 0;
     if (in) {
         q = task_block[t];
-        const long long ia = task_a[t], ib = task_b[t];
-        const u64 a = a_bitmaps[ia], b = b_bitmaps[ib];
-        if (records.bitmaps) {
-            records.bitmaps[t] = make_ulonglong2(a, b);
-            records.offsets[t] =
-                make_int2((int)records.a_offsets[ia], (int)records.b_offsets[ib]);
-        }
-        product = bool_product(a, b);
+        product = task_product(t, a_bitmaps, b_bitmaps, task_a, task_b, records);
     }
     // the products of this task and the block's next tasks in the warp (a
     // block's tasks are consecutive: the lane d on holds the OR of

@@ -39,7 +39,7 @@ import bmsparse  # noqa: E402
 from bmsparse import BitmapMatrix, _kernels, _readback, generators  # noqa: E402
 
 #: the _readback functions that wait for the GPU (stamped as syncs)
-SYNCS = ("read_ints", "read_head", "read_last", "take_words")
+SYNCS = ("read_ints", "read_ints_while", "read_head", "read_last", "take_words")
 
 
 class Recorder:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,46 @@ def read_ints(*items: tuple[Any, int]) -> list[int]:
         _copy(array, index if index >= 0 else index + array.shape[0], 1, words, slot, stream)
     stream.synchronize()
     return [_as_int(v, array.dtype) for v, (array, _) in zip(words[:len(items)].tolist(), items)]
+
+
+def read_ints_while(work: Callable[[], Any], *items: tuple[Any, int]) -> list[int]:
+    """:func:`read_ints`, with ``work`` (a function that queues more GPU work)
+    called after the copies are queued and before the wait, which covers the
+    copies only: the GPU runs ``work`` while the host waits, then sizes what
+    comes next. On the host, ``work`` runs first."""
+    if all(isinstance(array, np.ndarray) for array, _ in items):
+        work()
+        return read_ints(*items)
+    import cupy
+
+    words = _buffer(len(items))
+    words[:len(items)] = 0
+    stream = cupy.cuda.get_current_stream()
+    for slot, (array, index) in enumerate(items):
+        _copy(array, index if index >= 0 else index + array.shape[0], 1, words, slot, stream)
+    copied = _event()
+    copied.record(stream)
+    work()
+    copied.synchronize()
+    return [_as_int(v, array.dtype) for v, (array, _) in zip(words[:len(items)].tolist(), items)]
+
+
+def _event() -> Any:
+    """This thread's CUDA event on the current device, for
+    :func:`read_ints_while` (made once: an event costs microseconds; without
+    timing, the cheapest kind)."""
+    if _kernels._GET_DEVICE is None:
+        _kernels.bind_cupy()
+    device = _kernels._GET_DEVICE()
+    events = getattr(_local, "events", None)
+    if events is None:
+        events = _local.events = {}
+    event = events.get(device)
+    if event is None:
+        import cupy
+
+        event = events[device] = cupy.cuda.Event(disable_timing=True)
+    return event
 
 
 def read_head(a: Any, count: int) -> list[int]:

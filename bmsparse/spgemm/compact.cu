@@ -72,6 +72,36 @@ extern "C" __global__ void bmsparse_compact_blocks(
                          __popcll(new_bitmaps[q]));
 }
 
+// C's blocks where bmsparse_compact_blocks wrote them at the front of padded
+// scratch (queued before the sync that reads how many it keeps: see
+// compact.drop_empty), and the multiply's warp words.
+//   u64       t_keys[kept], t_bitmaps[kept]; long long t_offsets[kept + 1] - the
+//                                        kept blocks in the scratch
+//   long long kept
+//   u64       out_keys[kept], out_bitmaps[kept]; long long out_offsets[kept + 1] -
+//                                        out, or null: the scratch stays C's
+//   long long warp_block[ceil(nnz / 32)] - out: see bmsparse_compact_blocks
+//   unsigned long long warp_starts[ceil(nnz / 32)] - out, zeroed beforehand
+// Launch: kept + 1 threads, 1-D grid. Work: O(kept + nnz / 32).
+extern "C" __global__ void bmsparse_compact_settle(
+    const u64* __restrict__ t_keys, const u64* __restrict__ t_bitmaps,
+    const long long* __restrict__ t_offsets, long long kept, u64* __restrict__ out_keys,
+    u64* __restrict__ out_bitmaps, long long* __restrict__ out_offsets,
+    long long* __restrict__ warp_block, unsigned long long* __restrict__ warp_starts)
+{
+    const long long d = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (d > kept) return;
+    const long long v = t_offsets[d];
+    if (out_offsets) out_offsets[d] = v;
+    if (d == kept) return;
+    const u64 bitmap = t_bitmaps[d];
+    if (out_keys) {
+        out_keys[d] = t_keys[d];
+        out_bitmaps[d] = bitmap;
+    }
+    mark_warp_starts(warp_block, warp_starts, d, v, __popcll(bitmap));
+}
+
 // bmsparse_compact_blocks (no task runs) and the kept values, in one pass:
 // the arguments are those of both kernels, plus
 //   u64       c_bitmaps[c_nblocks]       - bitmaps before compaction (the new ones

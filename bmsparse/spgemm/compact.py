@@ -20,13 +20,14 @@ from .._format import set_bits
 from .._primitives import cumsum, exclusive_scan, scan_totals
 from .._sputils import get_array_module
 from .count import Counts, pack_shift, packed_sizes
-from .multiply import warp_specs
+from .multiply import warp_arrays, warp_specs
 from .tasks import first_blocks, front
 
 _KERNELS = "spgemm/compact.cu"
 _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
                              "bmsparse_compact_values": ("T",),
-                             "bmsparse_compact_blocks": ()})
+                             "bmsparse_compact_blocks": (),
+                             "bmsparse_compact_settle": ()})
 
 
 class Kept(NamedTuple):
@@ -80,10 +81,14 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None) -> K
     Notes
     -----
     Syncs once, reading the number of values and of non-empty blocks from
-    the packed scan together (twice when the scan is not packed).
+    the packed scan together (twice when the scan is not packed). With
+    ``listed`` and a packed scan, the compaction is queued before the sync
+    (:func:`_drop_ahead`).
     """
     xp = get_array_module(c_keys, counts.bitmaps, counts.scan, c_ptr)
     total = None
+    if listed is not None and counts.shift and c_keys.shape[0]:
+        return _drop_ahead(c_keys, counts, c_ptr)
     if listed is not None:
         # sync: the sizes of C and the number of listed blocks, in one read
         total, n = _readback.read_ints((counts.scan, -1), (listed, 0))
@@ -99,6 +104,45 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None) -> K
     *blocks, warp_block, warp_starts = _keep_blocks(xp, c_keys, counts.bitmaps, offsets, rank,
                                                     kept, c_ptr, counts.shift, nnz)
     return Kept(*blocks, nnz, warp_block, warp_starts)
+
+
+def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
+    """:func:`drop_empty` of the padded arrays of an unsized task list, on the
+    GPU: the kept blocks are written to the front of scratch as long as the
+    arrays by a launch queued before the sync, so that the GPU compacts while
+    the host waits for the sizes and then allocates C (else the GPU idled
+    from the scan's end to the compaction's launch); a second launch then
+    moves them to C's arrays of their exact size (unless they fill at least
+    half of the scratch, which then stays C's, as :func:`tasks.front` keeps
+    views) and writes the warps' words."""
+    n, shift = c_keys.shape[0], counts.shift
+    scratch = _kernels.alloc_blocks(n)
+    t_keys, t_bitmaps, t_offsets = _kernels.block_arrays(scratch, n)
+    first, last = _kernels.device_arrays((n, np.int64), (n, np.int64))
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
+    settle = _kernels.get_kernel(_KERNELS, "bmsparse_compact_settle")
+    null = _kernels.NULL
+
+    def compact_blocks() -> None:
+        _kernels.launch(kernel, n, (c_keys, counts.bitmaps, counts.scan, null, np.int64(shift),
+                                    c_ptr, np.int64(n), t_keys, t_bitmaps, t_offsets, first,
+                                    last, null, null), cast=False)
+
+    # sync: the number of values and of kept blocks, while the GPU compacts
+    total = _readback.read_ints_while(compact_blocks, (counts.scan, -1))[0]
+    nnz, kept = total >> shift, total & ((1 << shift) - 1)
+    if 2 * kept < n:
+        blocks = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)
+        out = blocks
+    else:
+        blocks = _kernels.block_arrays(scratch, kept, n)
+        out = (null, null, null)
+    warp_block, warp_starts = warp_arrays(nnz)
+    _kernels.launch(settle, kept + 1, (t_keys, t_bitmaps, t_offsets, np.int64(kept), *out,
+                                       warp_block, warp_starts), cast=False)
+    return Kept(*blocks, _kernels.device_array(first.data, 0, kept, np.int64),
+                _kernels.device_array(last.data, 0, kept, np.int64), nnz, warp_block,
+                warp_starts)
 
 
 def _sizes(xp: Any, counts: Counts, total: int | None = None) -> tuple[int, int, Any]:

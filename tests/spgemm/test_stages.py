@@ -233,12 +233,13 @@ def test_count_and_drop_empty_past_the_listed_blocks(name, by_tasks):
     assert int(padded.scan[-1]) >> padded.shift == int(want.scan[-1]) >> want.shift
     got = compact_mod.drop_empty(unsized.c_keys, padded, unsized.c_ptr, unsized.c_nblocks)
     ref = compact_mod.drop_empty(sized.c_keys, want, sized.c_ptr)
-    for field in ("keys", "bitmaps", "offsets", "first", "last", "warp_block", "warp_starts"):
-        x, y = getattr(got, field), getattr(ref, field)
-        assert (x is None) == (y is None), field
-        if x is not None:
-            np.testing.assert_array_equal(host(x), host(y), err_msg=field)
+    for field in ("keys", "bitmaps", "offsets", "first", "last"):
+        np.testing.assert_array_equal(host(getattr(got, field)), host(getattr(ref, field)),
+                                      err_msg=field)
     assert got.nnz == ref.nnz
+    # the padded path always writes the warps' words (the sized one only
+    # where it drops a block)
+    assert_warp_words(got)
 
 
 @pytest.mark.parametrize("mapped", [True, False])
@@ -822,9 +823,48 @@ def test_drop_empty_finds_the_block_of_each_warp(xp, packed):
     if xp is np:
         assert got.warp_block is None and got.warp_starts is None  # the host needs none
     else:
-        want = np.searchsorted(offsets, np.arange(0, got.nnz, 32), side="right") - 1
-        assert host(got.warp_block).tolist() == want.tolist() == [0, 1, 2, 2]
-        assert host(got.warp_starts).tolist() == warp_words(offsets, got.nnz)
+        assert host(got.warp_block).tolist() == [0, 1, 2, 2]
+        assert_warp_words(got)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kept_every", [1, 2, 3, 50, 0])
+def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every):
+    # an unsized task list's arrays (tasks(sized=False)): the blocks past the
+    # listed ones are empty, as are some listed ones; the compaction is
+    # queued before the sync into scratch as long as the arrays, then C's
+    # blocks are copied out (fewer than half kept) or stay in it, and the
+    # warps' words are written: against the host's drop_empty. kept_every 0:
+    # nothing kept, C has no value
+    import cupy
+
+    n, listed = 3000, 2500
+    rng = np.random.default_rng(kept_every)
+    bitmaps = rng.integers(1, 2**63, n, dtype=np.uint64) | np.uint64(1)
+    bitmaps[listed:] = 0
+    if kept_every:
+        bitmaps[np.arange(n) % kept_every != 0] = 0
+        bitmaps[7] = np.uint64(2**64 - 1)  # a full block: warps inside one block
+    else:
+        bitmaps[:] = 0
+    keys = np.arange(10, 10 + n, dtype=np.uint64)
+    c_ptr = np.arange(n + 1, dtype=np.int64) * 2
+    got = compact_mod.drop_empty(cupy.asarray(keys), counted(cupy, bitmaps, True),
+                                 cupy.asarray(c_ptr), cupy.asarray([listed], dtype=np.int64))
+    want = compact_mod.drop_empty(keys, counted(np, bitmaps, True), c_ptr)
+    for field in ("keys", "bitmaps", "offsets", "first", "last"):
+        np.testing.assert_array_equal(host(getattr(got, field)), getattr(want, field),
+                                      err_msg=field)
+    assert got.nnz == want.nnz == int(np.bitwise_count(bitmaps).sum())
+    assert_warp_words(got)
+
+
+def assert_warp_words(kept: compact_mod.Kept) -> None:
+    """``kept``'s warp words (on the GPU) against their definition."""
+    offsets = host(kept.offsets)
+    want = np.searchsorted(offsets, np.arange(0, kept.nnz, 32), side="right") - 1
+    assert host(kept.warp_block).tolist() == want.tolist()
+    assert host(kept.warp_starts).tolist() == warp_words(offsets, kept.nnz)
 
 
 def warp_words(offsets: np.ndarray, nnz: int) -> list[int]:

@@ -58,7 +58,8 @@ class Kept(NamedTuple):
     warp_starts: Any = None
 
 
-def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None) -> Kept:
+def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
+               runs: tuple[Any, Any] | None = None) -> Kept:
     """Remove the output blocks whose bitmap is empty, before the multiply.
 
     Parameters
@@ -73,6 +74,12 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None) -> K
         (``tasks.TaskList.c_nblocks``): the arrays are then longer, the
         blocks past it empty (``count.count``'s ``listed``), and it is read in
         the same sync.
+    runs : (int64 [n], int64 [n]), optional
+        With ``listed``: arrays at least as long as ``c_keys`` that are no
+        longer read (the task list's ``task_a`` and ``task_b`` once the
+        multiply reads the pairs' records), overwritten with the kept
+        blocks' task runs (``Kept.first`` and ``Kept.last`` are views of
+        them) instead of new scratch.
 
     Returns
     -------
@@ -88,7 +95,7 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None) -> K
     xp = get_array_module(c_keys, counts.bitmaps, counts.scan, c_ptr)
     total = None
     if listed is not None and counts.shift and c_keys.shape[0]:
-        return _drop_ahead(c_keys, counts, c_ptr)
+        return _drop_ahead(c_keys, counts, c_ptr, runs)
     if listed is not None:
         # sync: the sizes of C and the number of listed blocks, in one read
         total, n = _readback.read_ints((counts.scan, -1), (listed, 0))
@@ -106,7 +113,8 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None) -> K
     return Kept(*blocks, nnz, warp_block, warp_starts)
 
 
-def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
+def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any,
+                runs: tuple[Any, Any] | None) -> Kept:
     """:func:`drop_empty` of the padded arrays of an unsized task list, on the
     GPU: the kept blocks are written to the front of scratch as long as the
     arrays by a launch queued before the sync, so that the GPU compacts while
@@ -114,11 +122,12 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any) -> Kept:
     from the scan's end to the compaction's launch); a second launch then
     moves them to C's arrays of their exact size (unless they fill at least
     half of the scratch, which then stays C's, as :func:`tasks.front` keeps
-    views) and writes the warps' words."""
+    views) and writes the warps' words. The task runs go to ``runs`` when
+    given."""
     n, shift = c_keys.shape[0], counts.shift
     scratch = _kernels.alloc_blocks(n)
     t_keys, t_bitmaps, t_offsets = _kernels.block_arrays(scratch, n)
-    first, last = _kernels.device_arrays((n, np.int64), (n, np.int64))
+    first, last = runs or _kernels.device_arrays((n, np.int64), (n, np.int64))
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
     settle = _kernels.get_kernel(_KERNELS, "bmsparse_compact_settle")
     null = _kernels.NULL

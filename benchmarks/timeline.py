@@ -38,8 +38,9 @@ import common  # noqa: E402
 import bmsparse  # noqa: E402
 from bmsparse import BitmapMatrix, _kernels, _readback, generators  # noqa: E402
 
-#: the _readback functions that wait for the GPU (stamped as syncs)
-SYNCS = ("read_ints", "read_ints_while", "read_head", "read_last", "take_words")
+#: the _readback functions that wait for the GPU (stamped as syncs, with
+#: ``Pending.wait``)
+SYNCS = ("read_ints", "read_head", "read_last", "take_words")
 
 
 class Recorder:
@@ -85,11 +86,15 @@ def instrument(recorder: Recorder) -> Callable[[], None]:
 
     for name, fn in saved.items():
         setattr(_readback, name, wrap(name, fn))
+    # a read queued earlier (read_later) syncs where it is waited for
+    wait = _readback.Pending.wait
+    _readback.Pending.wait = wrap("Pending.wait", wait)
 
     def undo() -> None:
         _kernels.launch_hook = None
         for name, fn in saved.items():
             setattr(_readback, name, fn)
+        _readback.Pending.wait = wait
 
     return undo
 

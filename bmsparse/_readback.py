@@ -11,7 +11,10 @@ page-locked buffer per thread:
 - :func:`host_words` hands a kernel a device-visible pointer into that
   buffer, so the kernel writes the values itself and the host only waits on
   the stream (about 2 us): the scan of the count stages reports its totals
-  this way (``_primitives.scan_totals``).
+  this way (``_primitives.scan_totals``);
+- :func:`read_later` queues the copies and returns: the caller queues more
+  GPU work, then waits for the copies alone (:meth:`Pending.wait`), so the
+  GPU works while the host waits and then allocates what the values size.
 
 A thread's buffer is reused by its next read: values are copied out before
 returning.
@@ -79,27 +82,59 @@ def read_ints_while(work: Callable[[], Any], *items: tuple[Any, int]) -> list[in
     called after the copies are queued and before the wait, which covers the
     copies only: the GPU runs ``work`` while the host waits, then sizes what
     comes next. On the host, ``work`` runs first."""
+    pending = read_later(*items)
+    work()
+    return pending.wait()
+
+
+class Pending:
+    """Integers on their way to the host (:func:`read_later`)."""
+
+    __slots__ = ("_items", "_words", "_event")
+
+    def __init__(self, items: tuple[tuple[Any, int], ...], words: np.ndarray | None,
+                 event: Any) -> None:
+        self._items, self._words, self._event = items, words, event
+
+    def wait(self) -> list[int]:
+        """The integers, once their copies are done (not the work queued
+        after them)."""
+        if self._words is None:
+            return [int(array[index]) for array, index in self._items]
+        self._event.synchronize()
+        return [_as_int(v, array.dtype)
+                for v, (array, _) in zip(self._words[:len(self._items)].tolist(), self._items)]
+
+
+def read_later(*items: tuple[Any, int]) -> Pending:
+    """Queue the copies of :func:`read_ints`' integers and return at once; GPU
+    work queued next runs while :meth:`Pending.wait` waits for the copies.
+
+    The copies land in a page-locked buffer of their own per thread, which
+    the thread's next ``read_later`` reuses: wait for one before the next.
+    NumPy arrays are read at the wait.
+    """
     if all(isinstance(array, np.ndarray) for array, _ in items):
-        work()
-        return read_ints(*items)
+        return Pending(items, None, None)
     import cupy
 
-    words = _buffer(len(items))
-    words[:len(items)] = 0
+    words = getattr(_local, "later", None)
+    if words is None or words.shape[0] < len(items):
+        memory = cupy.cuda.alloc_pinned_memory(8 * max(len(items), _WORDS))
+        words = _local.later = np.frombuffer(memory, dtype=np.int64)
+    words[:len(items)] = 0  # a 4-byte value fills the low half of its word
     stream = cupy.cuda.get_current_stream()
     for slot, (array, index) in enumerate(items):
         _copy(array, index if index >= 0 else index + array.shape[0], 1, words, slot, stream)
     copied = _event()
     copied.record(stream)
-    work()
-    copied.synchronize()
-    return [_as_int(v, array.dtype) for v, (array, _) in zip(words[:len(items)].tolist(), items)]
+    return Pending(items, words, copied)
 
 
 def _event() -> Any:
-    """This thread's CUDA event on the current device, for
-    :func:`read_ints_while` (made once: an event costs microseconds; without
-    timing, the cheapest kind)."""
+    """This thread's CUDA event on the current device, for :func:`read_later`
+    (made once: an event costs microseconds; without timing, the cheapest
+    kind)."""
     if _kernels._GET_DEVICE is None:
         _kernels.bind_cupy()
     device = _kernels._GET_DEVICE()

@@ -138,7 +138,12 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any,
                                     last, null, null), cast=False)
 
     # sync: the number of values and of kept blocks, while the GPU compacts
-    total = _readback.read_ints_while(compact_blocks, (counts.scan, -1))[0]
+    # (and scans, when the count kernel summed them)
+    if counts.total is None:
+        total = _readback.read_ints_while(compact_blocks, (counts.scan, -1))[0]
+    else:
+        compact_blocks()
+        total = counts.total.wait()[0]
     nnz, kept = total >> shift, total & ((1 << shift) - 1)
     if 2 * kept < n:
         blocks = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)

@@ -39,6 +39,10 @@
 //   int       task_block[ntasks]     - output block of each task (tasks.cu's
 //                                      run_heads)
 //   long long ntasks
+//   long long total[1]               - null, or zeroed: adds the sum of the
+//                                      c_sizes written (the scan's total), so
+//                                      that the host can read it before the
+//                                      scan has run
 // Launch: one thread per task (at least c_nblocks), blocks of a multiple of
 // 32. A task's thread writes its record; the OR of a block's products is
 // gathered over the warp's lanes by shuffles, with the block's tasks past
@@ -100,13 +104,44 @@ __device__ __forceinline__ u64 or_of_products(
     return bitmap;
 }
 
-__device__ __forceinline__ void store_bitmap(
+// writes output block q; returns its scan item
+__device__ __forceinline__ long long store_bitmap(
     long long q, u64 bitmap, long long shift, u64* __restrict__ c_bitmaps,
     long long* __restrict__ c_sizes)
 {
     c_bitmaps[q] = bitmap;
     const long long size = __popcll(bitmap);
-    c_sizes[q] = shift ? (size << shift) | (bitmap != 0ull) : size;
+    return c_sizes[q] = shift ? (size << shift) | (bitmap != 0ull) : size;
+}
+
+// The sum of the scan items this thread block wrote, added to *total with
+// one atomic per thread block (at most as many as the scan's tiles would
+// read; the sum of packed items is the packed sums). Called by every thread
+// after init_block_total; no barrier at the end, where a warp that ORs a
+// hub's tasks would hold the others: the last warp to arrive adds.
+struct BlockTotal {
+    unsigned long long sum;
+    unsigned int warps;
+};
+
+__device__ __forceinline__ void init_block_total(BlockTotal& block)
+{
+    if (threadIdx.x == 0) block = {0ull, 0u};
+    __syncthreads();
+}
+
+__device__ __forceinline__ void add_block_total(long long item, BlockTotal& block,
+                                                long long* __restrict__ total)
+{
+    unsigned long long v = (unsigned long long)item;
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+    if ((threadIdx.x & 31u) == 0) {
+        atomicAdd(&block.sum, v);
+        __threadfence_block();  // the sum before the count of warps
+        if (atomicAdd(&block.warps, 1u) == blockDim.x / 32 - 1)
+            atomicAdd((unsigned long long*)total, atomicAdd(&block.sum, 0ull));
+    }
 }
 
 extern "C" __global__ void bmsparse_count_bitmaps(
@@ -182,16 +217,20 @@ extern "C" __global__ void bmsparse_count_tasks(
     u64* __restrict__ c_bitmaps, long long* __restrict__ c_sizes,
     const long long* __restrict__ a_offsets, const long long* __restrict__ b_offsets,
     ulonglong2* __restrict__ pair_bitmaps, int2* __restrict__ pair_offsets,
-    const long long* __restrict__ listed)
+    const long long* __restrict__ listed, long long* __restrict__ total)
 {
+    __shared__ BlockTotal block;
+    if (total) init_block_total(block);
     const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     int q;
     u64 bitmap;
+    long long item = 0;
     if (count_task(t, a_bitmaps, b_bitmaps, task_a, task_b, task_block, ntasks, c_ptr,
                    {a_offsets, b_offsets, pair_bitmaps, pair_offsets}, q, bitmap))
-        store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);
+        item = store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);
     // past the list's blocks (tasks.tasks(sized=False)): empty, size 0
     if (listed && t < c_nblocks && t >= *listed) store_bitmap(t, 0ull, shift, c_bitmaps, c_sizes);
+    if (total) add_block_total(item, block, total);
 }
 
 extern "C" __global__ void bmsparse_count_masked_bitmaps(

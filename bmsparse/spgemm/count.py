@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import _kernels
+from .. import _kernels, _readback
 from .._format import BLOCK, popcount
 from .._primitives import exclusive_scan
 from .._sputils import get_array_module
@@ -77,12 +77,18 @@ class Counts(NamedTuple):
     shift : int
     pairs : PairBlocks or None
         The tasks' blocks, when :func:`count` was given the offsets.
+    total : _readback.Pending or None
+        On the GPU, for an unsized task list counted by tasks: ``scan[-1]``
+        on its way to the host, summed by the count kernel and copied before
+        the scan runs (so that the host learns C's sizes while the GPU scans
+        and compacts).
     """
 
     bitmaps: Any
     scan: Any
     shift: int
     pairs: PairBlocks | None = None
+    total: _readback.Pending | None = None
 
     def offsets(self) -> Any:
         """Value offsets (int64 [c_nblocks + 1]); ``offsets[-1]`` is nnz(C)."""
@@ -167,10 +173,12 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
         c_sizes = packed_sizes(c_bitmaps, shift)
         pairs = None if offsets is None else pair_blocks(a_bitmaps, offsets[0], b_bitmaps,
                                                          offsets[1], task_a, task_b)
+        total = None
     else:
-        c_bitmaps, c_sizes, pairs = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr,
-                                                c_allowed, shift, offsets, listed, task_block)
-    return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift, pairs)
+        c_bitmaps, c_sizes, pairs, total = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b,
+                                                       c_ptr, c_allowed, shift, offsets,
+                                                       listed, task_block)
+    return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift, pairs, total)
 
 
 def _records(ntasks: int, offsets: tuple[Any, Any] | None) -> tuple[PairBlocks | None,
@@ -188,16 +196,21 @@ def _records(ntasks: int, offsets: tuple[Any, Any] | None) -> tuple[PairBlocks |
 
 def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr: Any,
                 c_allowed: Any, shift: int, offsets: tuple[Any, Any] | None,
-                listed: Any, task_block: Any) -> tuple[Any, Any, PairBlocks | None]:
+                listed: Any, task_block: Any) -> tuple[Any, Any, PairBlocks | None, Any]:
+    """C's bitmaps, the scan's items, the records, and the items' sum being
+    read (``Counts.total``; None unless counted by tasks with ``listed``)."""
     c_nblocks = c_ptr.shape[0] - 1
     # C's bitmaps may become the product's: an allocation of their own
     c_bitmaps = _kernels.device_empty(c_nblocks, np.uint64)
     threads = c_nblocks
+    total = None
     if c_allowed is None and task_block is not None:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_tasks")
         threads = task_a.shape[0]  # at least c_nblocks
         args = (a_bitmaps, b_bitmaps, task_a, task_b, task_block, np.int64(threads), c_ptr)
-        tail = (_kernels.or_null(listed),)
+        if listed is not None and shift:
+            total = _kernels.device_arrays((1, np.int64), zeroed=1)[0]
+        tail = (_kernels.or_null(listed), _kernels.or_null(total))
     elif c_allowed is None:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_bitmaps")
         args, tail = (a_bitmaps, b_bitmaps, task_a, task_b, c_ptr), (_kernels.or_null(listed),)
@@ -209,7 +222,7 @@ def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr:
     pairs, records = _records(task_a.shape[0], offsets)
     _kernels.launch(kernel, threads, (*args, np.int64(c_nblocks), np.int64(shift), c_bitmaps,
                                         c_sizes, *records, *tail), cast=False)
-    return c_bitmaps, c_sizes, pairs
+    return c_bitmaps, c_sizes, pairs, None if total is None else _readback.read_later((total, 0))
 
 
 def outside_bits(c_keys: Any, m_keys: Any, m_bitmaps: Any) -> Any:

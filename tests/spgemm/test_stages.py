@@ -231,6 +231,10 @@ def test_count_and_drop_empty_past_the_listed_blocks(name, by_tasks):
     assert bitmaps.shape[0] == ntasks and not bitmaps[n:].any()
     np.testing.assert_array_equal(bitmaps[:n], host(want.bitmaps))
     assert int(padded.scan[-1]) >> padded.shift == int(want.scan[-1]) >> want.shift
+    # counted by tasks, the kernel sums the scan's items, read before the scan
+    assert (padded.total is not None) == by_tasks
+    if by_tasks:
+        assert padded.total.wait() == [int(padded.scan[-1])]
     got = compact_mod.drop_empty(unsized.c_keys, padded, unsized.c_ptr, unsized.c_nblocks)
     ref = compact_mod.drop_empty(sized.c_keys, want, sized.c_ptr)
     for field in ("keys", "bitmaps", "offsets", "first", "last"):

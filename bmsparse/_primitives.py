@@ -56,10 +56,17 @@ def scan_state(n: int, tile: int = SCAN_TILE) -> tuple[Any, int]:
     tile), and its tiles."""
     import cupy
 
-    ntiles = -(-n // tile)
-    state = cupy.cuda.alloc(8 * (1 + 3 * ntiles))
-    state.memset_async(0, 8 * (1 + 3 * ntiles))
+    nwords, ntiles = scan_state_words(n, tile)
+    state = cupy.cuda.alloc(8 * nwords)
+    state.memset_async(0, 8 * nwords)
     return state, ntiles
+
+
+def scan_state_words(n: int, tile: int = SCAN_TILE) -> tuple[int, int]:
+    """The int64 words of :func:`scan_state`'s state, and its tiles (for a
+    caller that allocates and zeroes it with other arrays)."""
+    ntiles = -(-n // tile)
+    return 1 + 3 * ntiles, ntiles
 
 
 def stable_argsort(xp: Any, a: Any) -> Any:

@@ -181,8 +181,8 @@ def tasks(a_keys: Any, b_keys: Any, row_bound: int, col_bound: int,
     """
     xp = get_array_module(a_keys, b_keys)
     a_ptr, b_ptr = row_pointers or (None, None)
-    lo, counts, ends = ranges(a_keys, b_keys, b_ptr, scan=True)
-    rows = _rows(xp, a_keys, ends, counts, a_ptr)  # sync: size of the task list
+    lo, counts, ends, spans = ranges(a_keys, b_keys, b_ptr, scan=True)
+    rows = _rows(xp, a_keys, ends, counts, a_ptr, spans)  # sync: size of the task list
     ntasks = rows.ntasks
     check_budget(f"the task list of {ntasks:,} tasks", ntasks * BYTES_PER_TASK, max_bytes)
     col_bits = max((col_bound - 1).bit_length(), 1)
@@ -367,16 +367,19 @@ class RowStats(NamedTuple):
     #                         or RANK_MAX_TASKS tasks
 
 
-def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any, a_ptr: Any = None) -> RowStats:
+def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any, a_ptr: Any = None,
+          spans: tuple[Any, Any, Any] | None = None) -> RowStats:
     """Number of tasks and, on the GPU, the block-row figures that pick the sort
-    (``a_ptr``: A's block-row pointer, or None)."""
+    (``a_ptr``: A's block-row pointer, or None; ``spans``: the spans kernel's
+    outputs, zeroed stats included, as :func:`ranges` allocates them; else
+    allocated here)."""
     if ends.shape[0] == 0:
         return RowStats(0)
     if xp is np:
         return RowStats(int(ends[-1]))
     n = a_keys.shape[0]
-    row_first, rows, stats = _kernels.device_arrays((n, np.int64), (2 * n, np.int64),
-                                                    (6, np.uint64), zeroed=1)
+    row_first, rows, stats = spans or _kernels.device_arrays(
+        (n, np.int64), (2 * n, np.int64), (6, np.uint64), zeroed=1)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
     i64 = np.int64
     _kernels.launch(kernel, n, (a_keys, i64(n), ends, counts, _kernels.or_null(a_ptr),
@@ -435,27 +438,37 @@ def merge(ends: Any, lo: Any, counts: Any, a_keys: Any, b_keys: Any, rows: RowSt
 def ranges(a_keys: Any, b_keys: Any, b_ptr: Any = None, scan: bool = False) -> tuple[Any, ...]:
     """First B block of block row j and their count (int64), for each A block (i, j)
     (``b_ptr``: B's block-row pointer, or None); with ``scan`` also their
-    inclusive scan, ``ends`` (on the GPU in the same launch)."""
+    inclusive scan, ``ends`` (on the GPU in the same launch), and the spans
+    kernel's outputs for :func:`_rows` (None on the host)."""
     xp = get_array_module(a_keys, b_keys)
     if xp is np:
         j = (a_keys & np.uint64(COL_MASK)) << np.uint64(KEY_SHIFT)
         lo = np.searchsorted(b_keys, j, side="left")
         hi = np.searchsorted(b_keys, j | np.uint64(COL_MASK), side="right")
         lo, counts = lo.astype(np.int64), (hi - lo).astype(np.int64)
-        return (lo, counts, np.cumsum(counts)) if scan else (lo, counts)
+        return (lo, counts, np.cumsum(counts), None) if scan else (lo, counts)
     import cupy
 
     n = a_keys.shape[0]
-    # lo, counts and ends in one allocation (an ndarray costs microseconds)
+    # lo, counts and ends in one allocation (an ndarray costs microseconds);
+    # with the scan also the spans kernel's row_first and rows, then the
+    # scan's state and the spans' stats, zeroed by one memset: the host time
+    # between the first two launches is time the GPU waits
     nout = 3 if scan else 2
-    memory = cupy.cuda.alloc(8 * max(nout * n, 1))
-    out = [_kernels.device_array(memory, 8 * k * n, n, np.int64) for k in range(nout)]
+    words, ntiles = _primitives.scan_state_words(n)
+    at = 6 * n if scan else nout * n  # the state's first word
+    memory = cupy.cuda.alloc(8 * max(at + words + 6 if scan else at, 1))
+    out: list[Any] = [_kernels.device_array(memory, 8 * k * n, n, np.int64)
+                      for k in range(nout)]
     lo, counts = out[:2]
     if scan:
-        state, ntiles = _primitives.scan_state(n)
+        state = memory + 8 * at
+        state.memset_async(0, 8 * (words + 6))
+        out.append((_kernels.device_array(memory, 8 * 3 * n, n, np.int64),
+                    _kernels.device_array(memory, 8 * 4 * n, 2 * n, np.int64),
+                    _kernels.device_array(state, 8 * words, 6, np.uint64)))
         scan_args = (out[2], np.uint64(state.ptr))
     else:
-        ntiles = -(-n // _primitives.SCAN_TILE)
         scan_args = (_kernels.NULL, _kernels.NULL)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_ranges")
     _kernels.launch(kernel, ntiles * _primitives.SCAN_THREADS,

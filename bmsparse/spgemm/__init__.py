@@ -349,9 +349,11 @@ def _product(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype,
     pair_blocks = counts.pairs
     # with the pairs' records, the multiply reads the task list's task_a and
     # task_b for their length only: they may hold the kept blocks' task runs
+    # (and in CSR, C's blocks are read by the multiply only: no copy of them)
     c_keys, c_bitmaps, c_offsets, c_first, c_last, nnz, *warps = compact.drop_empty(
         task_list.c_keys, counts, task_list.c_ptr, task_list.c_nblocks,
-        None if pair_blocks is None else (task_list.task_a, task_list.task_b))
+        None if pair_blocks is None else (task_list.task_a, task_list.task_b),
+        csr and not sr.structural)
     del counts  # the bitmaps and scan before dropping empty blocks: not kept to the peak
     # a fixed budget covers the task list too; free memory may have been read
     # after the task list was allocated, so only the values are checked against it

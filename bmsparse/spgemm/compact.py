@@ -59,7 +59,7 @@ class Kept(NamedTuple):
 
 
 def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
-               runs: tuple[Any, Any] | None = None) -> Kept:
+               runs: tuple[Any, Any] | None = None, scratch: bool = False) -> Kept:
     """Remove the output blocks whose bitmap is empty, before the multiply.
 
     Parameters
@@ -80,6 +80,10 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
         multiply reads the pairs' records), overwritten with the kept
         blocks' task runs (``Kept.first`` and ``Kept.last`` are views of
         them) instead of new scratch.
+    scratch : bool
+        With ``listed``: C's blocks may stay in the padded scratch whatever
+        its size (they are read by the multiply, then dropped: C is written
+        in CSR), instead of being copied out when they fill less than half.
 
     Returns
     -------
@@ -95,7 +99,7 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
     xp = get_array_module(c_keys, counts.bitmaps, counts.scan, c_ptr)
     total = None
     if listed is not None and counts.shift and c_keys.shape[0]:
-        return _drop_ahead(c_keys, counts, c_ptr, runs)
+        return _drop_ahead(c_keys, counts, c_ptr, runs, scratch)
     if listed is not None:
         # sync: the sizes of C and the number of listed blocks, in one read
         total, n = _readback.read_ints((counts.scan, -1), (listed, 0))
@@ -113,8 +117,8 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
     return Kept(*blocks, nnz, warp_block, warp_starts)
 
 
-def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any,
-                runs: tuple[Any, Any] | None) -> Kept:
+def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] | None,
+                scratch: bool = False) -> Kept:
     """:func:`drop_empty` of the padded arrays of an unsized task list, on the
     GPU: the kept blocks are written to the front of scratch as long as the
     arrays by a launch queued before the sync, so that the GPU compacts while
@@ -122,8 +126,8 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any,
     from the scan's end to the compaction's launch); a second launch then
     moves them to C's arrays of their exact size (unless they fill at least
     half of the scratch, which then stays C's, as :func:`tasks.front` keeps
-    views) and writes the warps' words. The task runs go to ``runs`` when
-    given."""
+    views; always with ``scratch``) and writes the warps' words. The task
+    runs go to ``runs`` when given."""
     n, shift = c_keys.shape[0], counts.shift
     scratch = _kernels.alloc_blocks(n)
     t_keys, t_bitmaps, t_offsets = _kernels.block_arrays(scratch, n)
@@ -145,7 +149,7 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any,
         compact_blocks()
         total = counts.total.wait()[0]
     nnz, kept = total >> shift, total & ((1 << shift) - 1)
-    if 2 * kept < n:
+    if 2 * kept < n and not scratch:
         blocks = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)
         out = blocks
     else:

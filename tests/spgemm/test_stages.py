@@ -840,16 +840,17 @@ def test_drop_empty_finds_the_block_of_each_warp(xp, packed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("runs", [False, True])
+@pytest.mark.parametrize("runs, scratch", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("kept_every", [1, 2, 3, 50, 0])
-def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs):
+def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, scratch):
     # an unsized task list's arrays (tasks(sized=False)): the blocks past the
     # listed ones are empty, as are some listed ones; the compaction is
     # queued before the sync into scratch as long as the arrays, then C's
     # blocks are copied out (fewer than half kept) or stay in it, and the
     # warps' words are written: against the host's drop_empty. kept_every 0:
     # nothing kept, C has no value. With runs, the task runs go to the
-    # given buffers (here longer than the arrays, full of garbage)
+    # given buffers (here longer than the arrays, full of garbage). With
+    # scratch, C's blocks stay in the scratch however few
     import cupy
 
     n, listed = 3000, 2500
@@ -866,11 +867,14 @@ def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs):
     buffers = tuple(cupy.full(n + 5, -7, dtype=cupy.int64) for _ in range(2)) if runs else None
     got = compact_mod.drop_empty(cupy.asarray(keys), counted(cupy, bitmaps, True),
                                  cupy.asarray(c_ptr), cupy.asarray([listed], dtype=np.int64),
-                                 buffers)
+                                 buffers, scratch)
     want = compact_mod.drop_empty(keys, counted(np, bitmaps, True), c_ptr)
     if runs:
         assert got.first.data.ptr == buffers[0].data.ptr
         assert got.last.data.ptr == buffers[1].data.ptr
+    # the scratch holds keys, then bitmaps, then offsets, each n long
+    in_scratch = got.bitmaps.data.ptr - got.keys.data.ptr == 8 * n
+    assert in_scratch == (scratch or 2 * len(want.keys) >= n)
     for field in ("keys", "bitmaps", "offsets", "first", "last"):
         np.testing.assert_array_equal(host(getattr(got, field)), getattr(want, field),
                                       err_msg=field)

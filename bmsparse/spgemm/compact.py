@@ -129,8 +129,8 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] |
     views; always with ``scratch``) and writes the warps' words. The task
     runs go to ``runs`` when given."""
     n, shift = c_keys.shape[0], counts.shift
-    scratch = _kernels.alloc_blocks(n)
-    t_keys, t_bitmaps, t_offsets = _kernels.block_arrays(scratch, n)
+    memory = _kernels.alloc_blocks(n)
+    t_keys, t_bitmaps, t_offsets = _kernels.block_arrays(memory, n)
     first, last = runs or _kernels.device_arrays((n, np.int64), (n, np.int64))
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
     settle = _kernels.get_kernel(_KERNELS, "bmsparse_compact_settle")
@@ -153,7 +153,7 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] |
         blocks = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)
         out = blocks
     else:
-        blocks = _kernels.block_arrays(scratch, kept, n)
+        blocks = _kernels.block_arrays(memory, kept, n)
         out = (null, null, null)
     warp_block, warp_starts = warp_arrays(nnz)
     _kernels.launch(settle, kept + 1, (t_keys, t_bitmaps, t_offsets, np.int64(kept), *out,

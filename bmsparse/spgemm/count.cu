@@ -115,10 +115,10 @@ __device__ __forceinline__ long long store_bitmap(
 }
 
 // The sum of the scan items this thread block wrote, added to *total with
-// one atomic per thread block (at most as many as the scan's tiles would
-// read; the sum of packed items is the packed sums). Called by every thread
-// after init_block_total; no barrier at the end, where a warp that ORs a
-// hub's tasks would hold the others: the last warp to arrive adds.
+// one atomic per thread block (the sum of packed items packs the sums: see
+// count.pack_shift). Called by every thread after init_block_total; no
+// barrier at the end, where a warp that ORs a hub's tasks would hold the
+// others: the last warp to arrive adds the block's sum.
 struct BlockTotal {
     unsigned long long sum;
     unsigned int warps;

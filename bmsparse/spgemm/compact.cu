@@ -11,6 +11,7 @@
 // Work: O(nnz). Deterministic.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "compact.cuh"
+#include "../_cuda/scan.cuh"
 
 // The bits of each block whose value is not exactly zero (when the multiply
 // stage counted zeros; it does not keep per-bit results), and the items of
@@ -72,8 +73,58 @@ extern "C" __global__ void bmsparse_compact_blocks(
                          __popcll(new_bitmaps[q]));
 }
 
-// C's blocks where bmsparse_compact_blocks wrote them at the front of padded
-// scratch (queued before the sync that reads how many it keeps: see
+// bmsparse_compact_blocks with the count stage's scan in the same launch: the
+// packed scan of `sizes` (count.cu's c_sizes, one look-back pass of
+// ../_cuda/scan.cuh) gives each kept block its place and value offset, which
+// the tile writes at once (the scan is never stored: a launch, the scan's
+// stores and the compaction's reloads of it and of every bitmap less).
+//   long long sizes[c_nblocks]           - packed scan items (shift > 0): a block
+//                                        is kept where the item's bit 0 is set
+//   long long c_nblocks, shift
+//   u64       c_keys[c_nblocks], c_bitmaps[c_nblocks]; long long c_ptr[c_nblocks + 1]
+//   long long state[1 + 3 * ntiles], ntiles - zeroed look-back state (scan.cuh)
+//   out_keys .. out_last                 - as bmsparse_compact_blocks' (at least
+//                                        kept long; out_offsets kept + 1)
+// Launch: ntiles thread blocks of BMSPARSE_SCAN_THREADS threads.
+extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_compact_scan_blocks(
+    const long long* __restrict__ sizes, long long c_nblocks, long long shift,
+    const u64* __restrict__ c_keys, const u64* __restrict__ c_bitmaps,
+    const long long* __restrict__ c_ptr, long long* state, long long ntiles,
+    u64* __restrict__ out_keys, u64* __restrict__ out_bitmaps,
+    long long* __restrict__ out_offsets, long long* __restrict__ out_first,
+    long long* __restrict__ out_last)
+{
+    __shared__ long long items[BMSPARSE_SCAN_SLOTS];
+    const long long tile = scan_ticket(state);
+    const long long base = tile * BMSPARSE_SCAN_TILE;
+    long long own[BMSPARSE_SCAN_ITEMS];  // the items at this thread's coalesced places
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        const long long i = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
+        own[k] = i < c_nblocks ? sizes[i] : 0;
+        items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)] = own[k];
+    }
+    scan_tile_items(items, tile, ntiles, state, [](int, long long) {});
+    const long long low = (1ll << shift) - 1;
+#pragma unroll
+    for (int k = 0; k < BMSPARSE_SCAN_ITEMS; ++k) {
+        const long long i = base + k * BMSPARSE_SCAN_THREADS + threadIdx.x;
+        if (i >= c_nblocks) continue;
+        const long long inclusive = items[scan_slot(k * BMSPARSE_SCAN_THREADS + threadIdx.x)];
+        if (i == c_nblocks - 1) out_offsets[inclusive & low] = inclusive >> shift;
+        if (!(own[k] & 1)) continue;  // an empty block
+        const long long before = inclusive - own[k];
+        const long long d = before & low;
+        out_keys[d] = c_keys[i];
+        out_bitmaps[d] = c_bitmaps[i];
+        out_offsets[d] = before >> shift;
+        out_first[d] = c_ptr[i];
+        out_last[d] = c_ptr[i + 1];
+    }
+}
+
+// C's blocks where bmsparse_compact_blocks (or _scan_blocks) wrote them at the
+// front of padded scratch (queued before the sync that reads how many it keeps: see
 // compact.drop_empty), and the multiply's warp words.
 //   u64       t_keys[kept], t_bitmaps[kept]; long long t_offsets[kept + 1] - the
 //                                        kept blocks in the scratch

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _kernels, _readback
 from .._format import set_bits
-from .._primitives import cumsum, exclusive_scan, scan_totals
+from .._primitives import SCAN_THREADS, cumsum, exclusive_scan, scan_state, scan_totals
 from .._sputils import get_array_module
 from .count import Counts, pack_shift, packed_sizes
 from .multiply import warp_arrays, warp_specs
@@ -27,6 +27,7 @@ _KERNELS = "spgemm/compact.cu"
 _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
                              "bmsparse_compact_values": ("T",),
                              "bmsparse_compact_blocks": (),
+                             "bmsparse_compact_scan_blocks": (),
                              "bmsparse_compact_settle": ()})
 
 
@@ -66,7 +67,8 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
     ----------
     c_keys : uint64 [c_nblocks]
     counts : count.Counts
-        The count stage's bitmaps and scan.
+        The count stage's bitmaps and scan (or, with ``listed``, its
+        unscanned items and their total: ``Counts.sizes``, ``Counts.total``).
     c_ptr : int64 [c_nblocks + 1]
         Task runs of the blocks.
     listed : int64 [1], optional
@@ -94,10 +96,13 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
     Syncs once, reading the number of values and of non-empty blocks from
     the packed scan together (twice when the scan is not packed). With
     ``listed`` and a packed scan, the compaction is queued before the sync
-    (:func:`_drop_ahead`).
+    (:func:`_drop_ahead`), and scans the count's items in the same launch
+    when the count left them unscanned.
     """
-    xp = get_array_module(c_keys, counts.bitmaps, counts.scan, c_ptr)
+    xp = get_array_module(c_keys, counts.bitmaps, c_ptr)
     total = None
+    if counts.scan is None and not c_keys.shape[0]:  # no block: an empty scan
+        counts = counts._replace(scan=exclusive_scan(xp, counts.sizes))
     if listed is not None and counts.shift and c_keys.shape[0]:
         return _drop_ahead(c_keys, counts, c_ptr, runs, scratch)
     if listed is not None:
@@ -127,27 +132,25 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] |
     moves them to C's arrays of their exact size (unless they fill at least
     half of the scratch, which then stays C's, as :func:`tasks.front` keeps
     views; always with ``scratch``) and writes the warps' words. The task
-    runs go to ``runs`` when given."""
+    runs go to ``runs`` when given. Where the count left its items unscanned,
+    the first launch scans them too (``bmsparse_compact_scan_blocks``)."""
     n, shift = c_keys.shape[0], counts.shift
     memory = _kernels.alloc_blocks(n)
     t_keys, t_bitmaps, t_offsets = _kernels.block_arrays(memory, n)
     first, last = runs or _kernels.device_arrays((n, np.int64), (n, np.int64))
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
     settle = _kernels.get_kernel(_KERNELS, "bmsparse_compact_settle")
     null = _kernels.NULL
-
-    def compact_blocks() -> None:
-        _kernels.launch(kernel, n, (c_keys, counts.bitmaps, counts.scan, null, np.int64(shift),
-                                    c_ptr, np.int64(n), t_keys, t_bitmaps, t_offsets, first,
-                                    last, null, null), cast=False)
-
+    outputs = (t_keys, t_bitmaps, t_offsets, first, last)
     # sync: the number of values and of kept blocks, while the GPU compacts
     # (and scans, when the count kernel summed them)
-    if counts.total is None:
-        total = _readback.read_ints_while(compact_blocks, (counts.scan, -1))[0]
-    else:
-        compact_blocks()
+    if counts.scan is None:
+        _scan_blocks(c_keys, counts, c_ptr, outputs)
         total = counts.total.wait()[0]
+    else:
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
+        total = _readback.read_ints_while(lambda: _kernels.launch(kernel, n, (
+            c_keys, counts.bitmaps, counts.scan, null, np.int64(shift), c_ptr, np.int64(n),
+            *outputs, null, null), cast=False), (counts.scan, -1))[0]
     nnz, kept = total >> shift, total & ((1 << shift) - 1)
     if 2 * kept < n and not scratch:
         blocks = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)
@@ -161,6 +164,19 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] |
     return Kept(*blocks, _kernels.device_array(first.data, 0, kept, np.int64),
                 _kernels.device_array(last.data, 0, kept, np.int64), nnz, warp_block,
                 warp_starts)
+
+
+def _scan_blocks(c_keys: Any, counts: Counts, c_ptr: Any, outputs: tuple[Any, ...]) -> None:
+    """Launch ``bmsparse_compact_scan_blocks``: the scan of ``counts.sizes`` and
+    the kept blocks written to ``outputs`` (keys, bitmaps, offsets, first,
+    last) in one launch."""
+    n = c_keys.shape[0]
+    state, ntiles = scan_state(n)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_scan_blocks")
+    _kernels.launch(kernel, ntiles * SCAN_THREADS,
+                    (counts.sizes, np.int64(n), np.int64(counts.shift), c_keys, counts.bitmaps,
+                     c_ptr, np.uint64(state.ptr), np.int64(ntiles), *outputs),
+                    block=SCAN_THREADS, cast=False)
 
 
 def _sizes(xp: Any, counts: Counts, total: int | None = None) -> tuple[int, int, Any]:

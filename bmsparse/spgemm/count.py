@@ -69,7 +69,7 @@ class Counts(NamedTuple):
     """The output bitmaps and the one scan that sizes C.
 
     bitmaps : uint64 [c_nblocks]
-    scan : int64 [c_nblocks + 1]
+    scan : int64 [c_nblocks + 1] or None
         Exclusive scan of ``popcount(bitmap) << shift | (bitmap != 0)``: the
         values before each block in the high bits and the non-empty blocks
         before it in the low ``shift`` bits. With ``shift == 0`` (more output
@@ -78,10 +78,13 @@ class Counts(NamedTuple):
     pairs : PairBlocks or None
         The tasks' blocks, when :func:`count` was given the offsets.
     total : _readback.Pending or None
-        On the GPU, for an unsized task list counted by tasks: ``scan[-1]``
-        on its way to the host, summed by the count kernel and copied before
-        the scan runs (so that the host learns C's sizes while the GPU scans
-        and compacts).
+        On the GPU, for an unsized task list counted by tasks: the scan's
+        total on its way to the host, summed by the count kernel (so that the
+        host learns C's sizes while the GPU scans and compacts). The scan is
+        then left to ``compact.drop_empty``, which scans ``sizes`` in the
+        launch that drops the empty blocks: ``scan`` is None.
+    sizes : int64 [c_nblocks] or None
+        With ``total``: the scan's items.
     """
 
     bitmaps: Any
@@ -89,6 +92,7 @@ class Counts(NamedTuple):
     shift: int
     pairs: PairBlocks | None = None
     total: _readback.Pending | None = None
+    sizes: Any = None
 
     def offsets(self) -> Any:
         """Value offsets (int64 [c_nblocks + 1]); ``offsets[-1]`` is nnz(C)."""
@@ -178,7 +182,9 @@ def count(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any,
         c_bitmaps, c_sizes, pairs, total = _count_cuda(a_bitmaps, b_bitmaps, task_a, task_b,
                                                        c_ptr, c_allowed, shift, offsets,
                                                        listed, task_block)
-    return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift, pairs, total)
+    if total is not None:
+        return Counts(c_bitmaps, None, shift, pairs, total, c_sizes)
+    return Counts(c_bitmaps, exclusive_scan(xp, c_sizes), shift, pairs)
 
 
 def _records(ntasks: int, offsets: tuple[Any, Any] | None) -> tuple[PairBlocks | None,

@@ -230,11 +230,13 @@ def test_count_and_drop_empty_past_the_listed_blocks(name, by_tasks):
     bitmaps = host(padded.bitmaps)
     assert bitmaps.shape[0] == ntasks and not bitmaps[n:].any()
     np.testing.assert_array_equal(bitmaps[:n], host(want.bitmaps))
-    assert int(padded.scan[-1]) >> padded.shift == int(want.scan[-1]) >> want.shift
-    # counted by tasks, the kernel sums the scan's items, read before the scan
-    assert (padded.total is not None) == by_tasks
+    # counted by tasks, the kernel sums the scan's items (read before any
+    # scan) and leaves the scan to drop_empty
+    assert (padded.total is not None) == by_tasks == (padded.scan is None)
+    total = padded.total.wait()[0] if by_tasks else int(padded.scan[-1])
     if by_tasks:
-        assert padded.total.wait() == [int(padded.scan[-1])]
+        assert total == int(host(padded.sizes).sum())
+    assert total >> padded.shift == int(want.scan[-1]) >> want.shift
     got = compact_mod.drop_empty(unsized.c_keys, padded, unsized.c_ptr, unsized.c_nblocks)
     ref = compact_mod.drop_empty(sized.c_keys, want, sized.c_ptr)
     for field in ("keys", "bitmaps", "offsets", "first", "last"):
@@ -482,7 +484,10 @@ def test_count_by_tasks_blocks_across_warps(hub, records):
     want = count_mod.count(*args)
     n = int(unsized.c_nblocks[0])
     np.testing.assert_array_equal(host(got.bitmaps), host(want.bitmaps))
-    np.testing.assert_array_equal(host(got.scan), host(want.scan))
+    # by tasks, the scan is left to the compaction: its items and their total
+    assert got.scan is None
+    np.testing.assert_array_equal(host(got.sizes), np.diff(host(want.scan)))
+    assert got.total.wait() == [int(want.scan[-1])]
     assert (got.pairs is None) == (want.pairs is None) == (not records)
     if records:
         np.testing.assert_array_equal(host(got.pairs.bitmaps), host(want.pairs.bitmaps))
@@ -491,7 +496,7 @@ def test_count_by_tasks_blocks_across_warps(hub, records):
     sized = tasks_mod.tasks(*(np.array(k, dtype=np.uint64) for k in (a_keys, b_keys)), 40, 9)
     ref = count_mod.count(a_bitmaps, b_bitmaps, sized.task_a, sized.task_b, sized.c_ptr)
     np.testing.assert_array_equal(host(got.bitmaps)[:n], ref.bitmaps)
-    assert host(got.offsets())[-1] == ref.offsets()[-1] and not host(got.bitmaps)[n:].any()
+    assert host(want.offsets())[-1] == ref.offsets()[-1] and not host(got.bitmaps)[n:].any()
     assert np.diff(host(sized.c_ptr)).max() >= hub
 
 
@@ -840,9 +845,10 @@ def test_drop_empty_finds_the_block_of_each_warp(xp, packed):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("runs, scratch", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("kept_every", [1, 2, 3, 50, 0])
-def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, scratch):
+def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, scratch, fused):
     # an unsized task list's arrays (tasks(sized=False)): the blocks past the
     # listed ones are empty, as are some listed ones; the compaction is
     # queued before the sync into scratch as long as the arrays, then C's
@@ -850,10 +856,12 @@ def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, sc
     # warps' words are written: against the host's drop_empty. kept_every 0:
     # nothing kept, C has no value. With runs, the task runs go to the
     # given buffers (here longer than the arrays, full of garbage). With
-    # scratch, C's blocks stay in the scratch however few
+    # scratch, C's blocks stay in the scratch however few. fused: the count
+    # left its items unscanned, with their total on its way to the host, and
+    # the launch that drops the blocks scans them (over 11 scan tiles)
     import cupy
 
-    n, listed = 3000, 2500
+    n, listed = (22000, 19000) if fused else (3000, 2500)
     rng = np.random.default_rng(kept_every)
     bitmaps = rng.integers(1, 2**63, n, dtype=np.uint64) | np.uint64(1)
     bitmaps[listed:] = 0
@@ -865,7 +873,12 @@ def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, sc
     keys = np.arange(10, 10 + n, dtype=np.uint64)
     c_ptr = np.arange(n + 1, dtype=np.int64) * 2
     buffers = tuple(cupy.full(n + 5, -7, dtype=cupy.int64) for _ in range(2)) if runs else None
-    got = compact_mod.drop_empty(cupy.asarray(keys), counted(cupy, bitmaps, True),
+    counts = counted(cupy, bitmaps, True)
+    if fused:
+        sizes = cupy.diff(counts.scan)
+        counts = counts._replace(scan=None, sizes=sizes,
+                                 total=_readback.read_later((counts.scan, -1)))
+    got = compact_mod.drop_empty(cupy.asarray(keys), counts,
                                  cupy.asarray(c_ptr), cupy.asarray([listed], dtype=np.int64),
                                  buffers, scratch)
     want = compact_mod.drop_empty(keys, counted(np, bitmaps, True), c_ptr)

@@ -5,9 +5,13 @@
 // bmsparse_compact_nonzero_bits finds the bits to keep and sizes them, a
 // scan places them, and bmsparse_compact_values writes the kept blocks and
 // values. bmsparse_compact_blocks alone also drops the blocks the count
-// stage left empty (and carries their task runs).
+// stage left empty (and carries their task runs); on the task list's padded
+// arrays, bmsparse_compact_scan_blocks does so with the count's scan in the
+// same launch, and bmsparse_compact_settle then gives C's blocks their exact
+// size and writes the multiply's warp words (compact.drop_empty).
 //
-// Launch: one thread per output block, 1-D grid.
+// Launch: one thread per output block, 1-D grid (the scan_blocks kernel: a
+// thread block per scan tile).
 // Work: O(nnz). Deterministic.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "compact.cuh"

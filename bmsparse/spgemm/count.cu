@@ -66,7 +66,7 @@
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
 
-// where or_of_products writes the pairs' records (all null: nowhere)
+// where task_product writes the pairs' records (all null: nowhere)
 struct RecordsOut {
     const long long* __restrict__ a_offsets;
     const long long* __restrict__ b_offsets;

@@ -200,7 +200,7 @@ __device__ __forceinline__ bool count_task(
     if (last >= 0 && __shfl_sync(0xffffffffu, first, last_lane)) {
         u64 more = 0;
         for (long long u = t + 32, end = c_ptr[last + 1]; u < end; u += 32)
-            more |= bool_product(a_bitmaps[task_a[u]], b_bitmaps[task_b[u]]);
+            more |= task_product(u, a_bitmaps, b_bitmaps, task_a, task_b, RecordsOut{});
         const unsigned int low = __reduce_or_sync(0xffffffffu, (unsigned int)more);
         const unsigned int high = __reduce_or_sync(0xffffffffu, (unsigned int)(more >> 32));
         if (lane == last_lane) product |= (u64)high << 32 | low;

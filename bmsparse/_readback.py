@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,27 +63,36 @@ def read_ints(*items: tuple[Any, int]) -> list[int]:
     -------
     list of int
     """
-    if all(isinstance(array, np.ndarray) for array, _ in items):
-        return [int(array[index]) for array, index in items]
+    if _on_host(items):
+        return _host_ints(items)
+    words = _buffer(len(items))
+    _queue_copies(items, words).synchronize()
+    return _decoded(words, items)
+
+
+def _on_host(items: tuple[tuple[Any, int], ...]) -> bool:
+    return all(isinstance(array, np.ndarray) for array, _ in items)
+
+
+def _host_ints(items: tuple[tuple[Any, int], ...]) -> list[int]:
+    return [int(array[index]) for array, index in items]
+
+
+def _queue_copies(items: tuple[tuple[Any, int], ...], words: np.ndarray) -> Any:
+    """Queue the copies of each ``array[index]`` to ``words`` on the current
+    stream, and return the stream."""
     import cupy
 
-    words = _buffer(len(items))
     words[:len(items)] = 0  # a 4-byte value fills the low half of its word
     stream = cupy.cuda.get_current_stream()
     for slot, (array, index) in enumerate(items):
         _copy(array, index if index >= 0 else index + array.shape[0], 1, words, slot, stream)
-    stream.synchronize()
+    return stream
+
+
+def _decoded(words: np.ndarray, items: tuple[tuple[Any, int], ...]) -> list[int]:
+    """The integers :func:`_queue_copies` copied, once the copies are done."""
     return [_as_int(v, array.dtype) for v, (array, _) in zip(words[:len(items)].tolist(), items)]
-
-
-def read_ints_while(work: Callable[[], Any], *items: tuple[Any, int]) -> list[int]:
-    """:func:`read_ints`, with ``work`` (a function that queues more GPU work)
-    called after the copies are queued and before the wait, which covers the
-    copies only: the GPU runs ``work`` while the host waits, then sizes what
-    comes next. On the host, ``work`` runs first."""
-    pending = read_later(*items)
-    work()
-    return pending.wait()
 
 
 class Pending:
@@ -100,10 +108,9 @@ class Pending:
         """The integers, once their copies are done (not the work queued
         after them)."""
         if self._words is None:
-            return [int(array[index]) for array, index in self._items]
+            return _host_ints(self._items)
         self._event.synchronize()
-        return [_as_int(v, array.dtype)
-                for v, (array, _) in zip(self._words[:len(self._items)].tolist(), self._items)]
+        return _decoded(self._words, self._items)
 
 
 def read_later(*items: tuple[Any, int]) -> Pending:
@@ -114,7 +121,7 @@ def read_later(*items: tuple[Any, int]) -> Pending:
     the thread's next ``read_later`` reuses: wait for one before the next.
     NumPy arrays are read at the wait.
     """
-    if all(isinstance(array, np.ndarray) for array, _ in items):
+    if _on_host(items):
         return Pending(items, None, None)
     import cupy
 
@@ -122,12 +129,8 @@ def read_later(*items: tuple[Any, int]) -> Pending:
     if words is None or words.shape[0] < len(items):
         memory = cupy.cuda.alloc_pinned_memory(8 * max(len(items), _WORDS))
         words = _local.later = np.frombuffer(memory, dtype=np.int64)
-    words[:len(items)] = 0  # a 4-byte value fills the low half of its word
-    stream = cupy.cuda.get_current_stream()
-    for slot, (array, index) in enumerate(items):
-        _copy(array, index if index >= 0 else index + array.shape[0], 1, words, slot, stream)
     copied = _event()
-    copied.record(stream)
+    copied.record(_queue_copies(items, words))
     return Pending(items, words, copied)
 
 

@@ -39,25 +39,23 @@ def test_read_head_reads_a_prefix():
     assert _readback.read_last(np.array([4, 5])) == 5
 
 
-def test_read_ints_while_reads_before_the_work_it_queues():
-    # the copies are queued before `work`, so they read the values from
-    # before it; the work has run by the time the array is read again
+def test_read_later_reads_before_the_work_queued_after_it():
+    # the copies are queued at read_later, so they read the values from
+    # before the work queued next; that work has run by the time the array
+    # is read again
     import cupy
 
     a = cupy.asarray(np.array([4, -9, 1 << 40], dtype=np.int64))
     b = cupy.zeros(3, dtype=cupy.int32)
-    ran = []
-
-    def work():
-        a.fill(0)
-        b[1] = 77
-        ran.append(True)
-
-    assert _readback.read_ints_while(work, (a, 1), (b, 1), (a, -1)) == [-9, 0, 1 << 40]
-    assert ran == [True] and a.get().tolist() == [0, 0, 0] and int(b[1]) == 77
+    pending = _readback.read_later((a, 1), (b, 1), (a, -1))
+    a.fill(0)
+    b[1] = 77
+    assert pending.wait() == [-9, 0, 1 << 40]
+    assert a.get().tolist() == [0, 0, 0] and int(b[1]) == 77
     host = np.array([3, 5])
-    assert _readback.read_ints_while(lambda: ran.append(False), (host, -1)) == [5]
-    assert ran == [True, False]
+    pending = _readback.read_later((host, -1))
+    host[-1] = 6  # NumPy arrays are read at the wait
+    assert pending.wait() == [6]
 
 
 @pytest.mark.parametrize("bad", ["index", "float", "int16", "strided"])

@@ -127,8 +127,8 @@ extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_com
     }
 }
 
-// C's blocks where bmsparse_compact_blocks (or _scan_blocks) wrote them at the
-// front of padded scratch (queued before the sync that reads how many it keeps: see
+// C's blocks where bmsparse_compact_scan_blocks wrote them at the front of
+// padded scratch (queued before the sync that reads how many it keeps: see
 // compact.drop_empty), and the multiply's warp words.
 //   u64       t_keys[kept], t_bitmaps[kept]; long long t_offsets[kept + 1] - the
 //                                        kept blocks in the scratch

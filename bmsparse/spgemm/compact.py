@@ -67,8 +67,9 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
     ----------
     c_keys : uint64 [c_nblocks]
     counts : count.Counts
-        The count stage's bitmaps and scan (or, with ``listed``, its
-        unscanned items and their total: ``Counts.sizes``, ``Counts.total``).
+        The count stage's bitmaps and scan, or on the GPU its unscanned items
+        and their total (``Counts.sizes``, ``Counts.total``), of an unsized
+        task list's padded arrays.
     c_ptr : int64 [c_nblocks + 1]
         Task runs of the blocks.
     listed : int64 [1], optional
@@ -77,13 +78,13 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
         blocks past it empty (``count.count``'s ``listed``), and it is read in
         the same sync.
     runs : (int64 [n], int64 [n]), optional
-        With ``listed``: arrays at least as long as ``c_keys`` that are no
+        With ``Counts.total``: arrays at least as long as ``c_keys`` that are no
         longer read (the task list's ``task_a`` and ``task_b`` once the
         multiply reads the pairs' records), overwritten with the kept
         blocks' task runs (``Kept.first`` and ``Kept.last`` are views of
         them) instead of new scratch.
     scratch : bool
-        With ``listed``: C's blocks may stay in the padded scratch whatever
+        With ``Counts.total``: C's blocks may stay in the padded scratch whatever
         its size (they are read by the multiply, then dropped: C is written
         in CSR), instead of being copied out when they fill less than half.
 
@@ -94,16 +95,14 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
     Notes
     -----
     Syncs once, reading the number of values and of non-empty blocks from
-    the packed scan together (twice when the scan is not packed). With
-    ``listed`` and a packed scan, the compaction is queued before the sync
-    (:func:`_drop_ahead`), and scans the count's items in the same launch
-    when the count left them unscanned.
+    the packed scan together (twice when the scan is not packed). Where the
+    count left its items unscanned (``Counts.total``), the compaction is
+    queued before the sync and scans them in the same launch
+    (:func:`_drop_ahead`).
     """
     xp = get_array_module(c_keys, counts.bitmaps, c_ptr)
     total = None
-    if counts.scan is None and not c_keys.shape[0]:  # no block: an empty scan
-        counts = counts._replace(scan=exclusive_scan(xp, counts.sizes))
-    if listed is not None and counts.shift and c_keys.shape[0]:
+    if counts.scan is None:
         return _drop_ahead(c_keys, counts, c_ptr, runs, scratch)
     if listed is not None:
         # sync: the sizes of C and the number of listed blocks, in one read
@@ -124,34 +123,25 @@ def drop_empty(c_keys: Any, counts: Counts, c_ptr: Any, listed: Any = None,
 
 def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] | None,
                 scratch: bool = False) -> Kept:
-    """:func:`drop_empty` of the padded arrays of an unsized task list, on the
-    GPU: the kept blocks are written to the front of scratch as long as the
-    arrays by a launch queued before the sync, so that the GPU compacts while
-    the host waits for the sizes and then allocates C (else the GPU idled
-    from the scan's end to the compaction's launch); a second launch then
-    moves them to C's arrays of their exact size (unless they fill at least
-    half of the scratch, which then stays C's, as :func:`tasks.front` keeps
-    views; always with ``scratch``) and writes the warps' words. The task
-    runs go to ``runs`` when given. Where the count left its items unscanned,
-    the first launch scans them too (``bmsparse_compact_scan_blocks``)."""
+    """:func:`drop_empty` of the padded arrays of an unsized task list counted
+    by tasks, on the GPU: one launch queued before the sync scans the count's
+    items and writes the kept blocks to the front of scratch as long as the
+    arrays (``bmsparse_compact_scan_blocks``), so that the GPU scans and
+    compacts while the host waits for the sizes and then allocates C (else
+    the GPU idled from the scan's end to the compaction's launch); a second
+    launch then moves them to C's arrays of their exact size (unless they
+    fill at least half of the scratch, which then stays C's, as
+    :func:`tasks.front` keeps views; always with ``scratch``) and writes the
+    warps' words. The task runs go to ``runs`` when given."""
     n, shift = c_keys.shape[0], counts.shift
     memory = _kernels.alloc_blocks(n)
     t_keys, t_bitmaps, t_offsets = _kernels.block_arrays(memory, n)
     first, last = runs or _kernels.device_arrays((n, np.int64), (n, np.int64))
-    settle = _kernels.get_kernel(_KERNELS, "bmsparse_compact_settle")
-    null = _kernels.NULL
-    outputs = (t_keys, t_bitmaps, t_offsets, first, last)
+    _scan_blocks(c_keys, counts, c_ptr, (t_keys, t_bitmaps, t_offsets, first, last))
     # sync: the number of values and of kept blocks, while the GPU compacts
-    # (and scans, when the count kernel summed them)
-    if counts.scan is None:
-        _scan_blocks(c_keys, counts, c_ptr, outputs)
-        total = counts.total.wait()[0]
-    else:
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_compact_blocks")
-        total = _readback.read_ints_while(lambda: _kernels.launch(kernel, n, (
-            c_keys, counts.bitmaps, counts.scan, null, np.int64(shift), c_ptr, np.int64(n),
-            *outputs, null, null), cast=False), (counts.scan, -1))[0]
+    total = counts.total.wait()[0]
     nnz, kept = total >> shift, total & ((1 << shift) - 1)
+    null = _kernels.NULL
     if 2 * kept < n and not scratch:
         blocks = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)
         out = blocks
@@ -159,6 +149,7 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] |
         blocks = _kernels.block_arrays(memory, kept, n)
         out = (null, null, null)
     warp_block, warp_starts = warp_arrays(nnz)
+    settle = _kernels.get_kernel(_KERNELS, "bmsparse_compact_settle")
     _kernels.launch(settle, kept + 1, (t_keys, t_bitmaps, t_offsets, np.int64(kept), *out,
                                        warp_block, warp_starts), cast=False)
     return Kept(*blocks, _kernels.device_array(first.data, 0, kept, np.int64),

@@ -78,11 +78,12 @@ class Counts(NamedTuple):
     pairs : PairBlocks or None
         The tasks' blocks, when :func:`count` was given the offsets.
     total : _readback.Pending or None
-        On the GPU, for an unsized task list counted by tasks: the scan's
-        total on its way to the host, summed by the count kernel (so that the
-        host learns C's sizes while the GPU scans and compacts). The scan is
-        then left to ``compact.drop_empty``, which scans ``sizes`` in the
-        launch that drops the empty blocks: ``scan`` is None.
+        On the GPU, for an unsized task list of at least one block counted by
+        tasks with a packed scan: the scan's total on its way to the host,
+        summed by the count kernel (so that the host learns C's sizes while
+        the GPU scans and compacts). The scan is then left to
+        ``compact.drop_empty``, which scans ``sizes`` in the launch that
+        drops the empty blocks: ``scan`` is None.
     sizes : int64 [c_nblocks] or None
         With ``total``: the scan's items.
     """
@@ -204,7 +205,8 @@ def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr:
                 c_allowed: Any, shift: int, offsets: tuple[Any, Any] | None,
                 listed: Any, task_block: Any) -> tuple[Any, Any, PairBlocks | None, Any]:
     """C's bitmaps, the scan's items, the records, and the items' sum being
-    read (``Counts.total``; None unless counted by tasks with ``listed``)."""
+    read (``Counts.total``; None unless counted by tasks with ``listed``,
+    a packed scan and a block)."""
     c_nblocks = c_ptr.shape[0] - 1
     # C's bitmaps may become the product's: an allocation of their own
     c_bitmaps = _kernels.device_empty(c_nblocks, np.uint64)
@@ -214,7 +216,7 @@ def _count_cuda(a_bitmaps: Any, b_bitmaps: Any, task_a: Any, task_b: Any, c_ptr:
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_count_tasks")
         threads = task_a.shape[0]  # at least c_nblocks
         args = (a_bitmaps, b_bitmaps, task_a, task_b, task_block, np.int64(threads), c_ptr)
-        if listed is not None and shift:
+        if listed is not None and shift and c_nblocks:
             total = _kernels.device_arrays((1, np.int64), zeroed=1)[0]
         tail = (_kernels.or_null(listed), _kernels.or_null(total))
     elif c_allowed is None:

@@ -367,19 +367,18 @@ class RowStats(NamedTuple):
     #                         or RANK_MAX_TASKS tasks
 
 
-def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any, a_ptr: Any = None,
-          spans: tuple[Any, Any, Any] | None = None) -> RowStats:
+def _rows(xp: Any, a_keys: Any, ends: Any, counts: Any, a_ptr: Any,
+          spans: tuple[Any, Any, Any] | None) -> RowStats:
     """Number of tasks and, on the GPU, the block-row figures that pick the sort
     (``a_ptr``: A's block-row pointer, or None; ``spans``: the spans kernel's
-    outputs, zeroed stats included, as :func:`ranges` allocates them; else
-    allocated here)."""
+    outputs, zeroed stats included, as :func:`ranges` allocates them; None
+    on the host)."""
     if ends.shape[0] == 0:
         return RowStats(0)
     if xp is np:
         return RowStats(int(ends[-1]))
     n = a_keys.shape[0]
-    row_first, rows, stats = spans or _kernels.device_arrays(
-        (n, np.int64), (2 * n, np.int64), (6, np.uint64), zeroed=1)
+    row_first, rows, stats = spans
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_tasks_spans")
     i64 = np.int64
     _kernels.launch(kernel, n, (a_keys, i64(n), ends, counts, _kernels.or_null(a_ptr),

@@ -243,9 +243,12 @@ def test_count_and_drop_empty_past_the_listed_blocks(name, by_tasks):
         np.testing.assert_array_equal(host(getattr(got, field)), host(getattr(ref, field)),
                                       err_msg=field)
     assert got.nnz == ref.nnz
-    # the padded path always writes the warps' words (the sized one only
-    # where it drops a block)
-    assert_warp_words(got)
+    # by tasks, the padded path always writes the warps' words; by blocks,
+    # it is the sized path, which writes them where it drops a block
+    if by_tasks or ref.warp_block is not None:
+        assert_warp_words(got)
+    else:
+        assert got.warp_block is None and got.warp_starts is None
 
 
 @pytest.mark.parametrize("mapped", [True, False])
@@ -393,15 +396,16 @@ def test_block_row_figures(nrows, monkeypatch):
     a, b = cupy.asarray(a_keys), cupy.asarray(b_keys)
     lo, counts, ends, spans = tasks_mod.ranges(a, b, scan=True)
     got = tasks_mod._rows(cupy, a, ends, counts, None, spans)
-    # the same figures into arrays of _rows' own as into those ranges allocated
-    own = tasks_mod._rows(cupy, a, ends, counts)
-    assert own[:1] + own[3:] == got[:1] + got[3:]
-    np.testing.assert_array_equal(host(own.row_first), host(got.row_first))
-    # rows: pairs in any order (appended by atomics)
-    pairs = [sorted(map(tuple, host(r.rows)[:2 * r.nrows].reshape(-1, 2).tolist()))
-             for r in (own, got)]
-    assert pairs[0] == pairs[1]
     row = (a_keys >> np.uint64(32)).astype(np.int64)
+    # rows: the [first, last) A blocks of each non-empty block row, as pairs
+    # in any order (appended by atomics); row_first: the first task of each
+    # block's row
+    starts = np.flatnonzero(np.diff(row, prepend=-1))
+    bounds = np.append(starts, len(row))
+    assert sorted(map(tuple, host(got.rows)[:2 * got.nrows].reshape(-1, 2).tolist())) == \
+        list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    first_task = (host(ends) - host(counts))[starts]
+    np.testing.assert_array_equal(host(got.row_first), np.repeat(first_task, np.diff(bounds)))
     row_blocks = np.bincount(row)
     row_tasks = np.bincount(row, weights=host(counts)).astype(np.int64)
     heavy = (row_blocks > 4) | (row_tasks > 20)
@@ -845,23 +849,22 @@ def test_drop_empty_finds_the_block_of_each_warp(xp, packed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("runs, scratch", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("kept_every", [1, 2, 3, 50, 0])
-def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, scratch, fused):
-    # an unsized task list's arrays (tasks(sized=False)): the blocks past the
-    # listed ones are empty, as are some listed ones; the compaction is
-    # queued before the sync into scratch as long as the arrays, then C's
+def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, scratch):
+    # an unsized task list's arrays (tasks(sized=False)) counted by tasks:
+    # the blocks past the listed ones are empty, as are some listed ones;
+    # the count left its items unscanned, with their total on its way to the
+    # host, and one launch queued before the sync scans them (over 11 scan
+    # tiles) and compacts into scratch as long as the arrays; then C's
     # blocks are copied out (fewer than half kept) or stay in it, and the
     # warps' words are written: against the host's drop_empty. kept_every 0:
     # nothing kept, C has no value. With runs, the task runs go to the
     # given buffers (here longer than the arrays, full of garbage). With
-    # scratch, C's blocks stay in the scratch however few. fused: the count
-    # left its items unscanned, with their total on its way to the host, and
-    # the launch that drops the blocks scans them (over 11 scan tiles)
+    # scratch, C's blocks stay in the scratch however few
     import cupy
 
-    n, listed = (22000, 19000) if fused else (3000, 2500)
+    n, listed = 22000, 19000
     rng = np.random.default_rng(kept_every)
     bitmaps = rng.integers(1, 2**63, n, dtype=np.uint64) | np.uint64(1)
     bitmaps[listed:] = 0
@@ -874,10 +877,8 @@ def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, sc
     c_ptr = np.arange(n + 1, dtype=np.int64) * 2
     buffers = tuple(cupy.full(n + 5, -7, dtype=cupy.int64) for _ in range(2)) if runs else None
     counts = counted(cupy, bitmaps, True)
-    if fused:
-        sizes = cupy.diff(counts.scan)
-        counts = counts._replace(scan=None, sizes=sizes,
-                                 total=_readback.read_later((counts.scan, -1)))
+    counts = counts._replace(scan=None, sizes=cupy.diff(counts.scan),
+                             total=_readback.read_later((counts.scan, -1)))
     got = compact_mod.drop_empty(cupy.asarray(keys), counts,
                                  cupy.asarray(c_ptr), cupy.asarray([listed], dtype=np.int64),
                                  buffers, scratch)

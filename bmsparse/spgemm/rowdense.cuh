@@ -247,32 +247,38 @@ __device__ __forceinline__ void rd_clear_all(u64* acc, unsigned int* aux, long l
     const long long a0 = a_ptr[i], a1 = a_ptr[i + 1]
 
 
-// an accumulator word's block (0 or 1) and values in one word, so that one
-// sum or scan adds both: blocks in bits 0-23 (fewer than 2^24 in any sum
-// here: span < 2^16), values above them
-__device__ __forceinline__ long long rd_packed(u64 bm) {
-    return (bm != 0ull) | ((long long)__popcll(bm) << 24);
+// a column's block (0 or 1), values and pairs in one word, so that one block
+// scan of the unit's columns places all three (three scans were about a
+// fifth of the blocks kernel's instructions on p2p-Gnutella31, and four
+// barriers a unit): blocks in bits 0-15 (span < 2^16), values in bits 16-37
+// (at most 64 a column), pairs above (fewer than 2^25 a unit: see
+// rowdense.py's MAX_ROW_BLOCKS)
+__device__ __forceinline__ long long rd_column_item(u64 bm, unsigned int pairs) {
+    return (long long)(bm != 0ull) | ((long long)__popcll(bm) << 16) | ((long long)pairs << 38);
 }
-__device__ __forceinline__ long long rd_packed_blocks(long long p) { return p & 0xffffff; }
-__device__ __forceinline__ long long rd_packed_values(long long p) { return p >> 24; }
+__device__ __forceinline__ long long rd_item_blocks(long long p) { return p & 0xffff; }
+__device__ __forceinline__ long long rd_item_values(long long p) { return (p >> 16) & 0x3fffff; }
+__device__ __forceinline__ long long rd_item_pairs(long long p) { return p >> 38; }
 
 // unit u's sizes from its closed accumulator (`sizes` as rowdense.cu: its
-// blocks, values and `pairs`); clears the accumulator
-template <bool TOUCHED>
+// blocks, values and `pairs`); clears the accumulator. OWN_PAIRS: `pairs`
+// is this thread's share (fewer than 2^25 in all), summed with the blocks
+// and values in one block sum; else the unit's total
+template <bool TOUCHED, bool OWN_PAIRS = false>
 __device__ __forceinline__ void rd_write_sizes(u64* acc, long long span, long long n,
                                                long long u, long long pairs,
                                                long long* __restrict__ sizes)
 {
-    long long packed = 0;
+    long long items = OWN_PAIRS ? rd_column_item(0ull, (unsigned int)pairs) : 0;
     rd_each_column<TOUCHED>(rd_touched(span), span, [&](long long c) {
-        packed += rd_packed(acc[c]);
+        items += rd_column_item(acc[c], 0u);
         acc[c] = 0;
     });
-    packed = rd_block_sum(packed);  // its barriers also end the clearing
+    items = rd_block_sum(items);  // its barriers also end the clearing
     if (threadIdx.x == 0) {
-        sizes[u] = rd_packed_blocks(packed);
-        sizes[n + u] = rd_packed_values(packed);
-        sizes[2 * n + u] = pairs;
+        sizes[u] = rd_item_blocks(items);
+        sizes[n + u] = rd_item_values(items);
+        sizes[2 * n + u] = OWN_PAIRS ? rd_item_pairs(items) : pairs;
     }
 }
 
@@ -292,8 +298,8 @@ __device__ __forceinline__ void rd_count_units(RD_ARGS, long long* __restrict__ 
             rd_accumulate<TOUCHED>(acc, touched, k, product);
             ++useful;
         });
-        // rd_block_sum's barriers also close the accumulation
-        rd_write_sizes<TOUCHED>(acc, span, n, u, rd_block_sum(useful), sizes);
+        __syncthreads();  // the accumulation closed
+        rd_write_sizes<TOUCHED, true>(acc, span, n, u, useful, sizes);
     }
 }
 
@@ -348,19 +354,18 @@ __device__ __forceinline__ void rd_blocks_units(
         });
         __syncthreads();
         // C's blocks of the unit: the non-empty entries of acc in column order
-        long long blocks = 0, values = 0, pairs = 0;
+        long long items = 0;
         rd_my_columns<TOUCHED>(touched, span, [&](long long c) {
-            const u64 bm = acc[c];
-            blocks += bm != 0ull;
-            values += __popcll(bm);
-            pairs += aux[c];
+            items += rd_column_item(acc[c], aux[c]);
         });
-        long long total;
+        long long all;
+        const long long before = rd_block_scan(items, all);
+        const long long total = rd_item_pairs(all);
         // (the scan is read through L2: lean.cu writes it in the same launch)
-        long long q = __ldcg(scan + u) + rd_block_scan(blocks, total);
-        long long v = __ldcg(scan + n + u) - __ldcg(scan + n) + rd_block_scan(values, total);
+        long long q = __ldcg(scan + u) + rd_item_blocks(before);
+        long long v = __ldcg(scan + n + u) - __ldcg(scan + n) + rd_item_values(before);
         const long long p0 = __ldcg(scan + 2 * n + u) - __ldcg(scan + 2 * n);
-        long long p = rd_block_scan(pairs, total);  // from p0
+        long long p = rd_item_pairs(before);  // from p0
         rd_my_columns<TOUCHED>(touched, span, [&](long long c) {
             const u64 bm = acc[c];
             if (!bm) return;

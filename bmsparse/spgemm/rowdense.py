@@ -56,7 +56,9 @@ MAX_COLUMNS = SPAN
 #: rows of 3,667 blocks: 10.5 ms against 8.3 ms by the task list with the
 #: pairs placed by rank, 12.1 against 8.4 in steps; email-Enron, rows of
 #: 757: 5.0 against 7.2). The ranks also compare up to this many pairs of
-#: one output block with each other
+#: one output block with each other, and a unit's pairs (at most this many
+#: times ``SPAN``) must stay below 2^25: the blocks kernel scans them packed
+#: with the unit's blocks and values (``rd_column_item`` of rowdense.cuh)
 MAX_ROW_BLOCKS = 1024
 
 

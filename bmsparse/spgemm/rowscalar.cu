@@ -268,18 +268,18 @@ __device__ __forceinline__ void rs_write_blocks(u64* acc, int* col_at, long long
         const u64 bm = c < span ? acc[c] : 0ull;
         if (CLEAR && bm) acc[c] = 0ull;
         long long total;
-        const long long before = rd_block_scan(rd_packed(bm), total);
+        const long long before = rd_block_scan(rd_column_item(bm, 0u), total);
         if (bm) {
-            const long long at = q + rd_packed_blocks(before);
-            const long long value = v + rd_packed_values(before);
+            const long long at = q + rd_item_blocks(before);
+            const long long value = v + rd_item_values(before);
             c_keys[at] = make_key((u64)u, (u64)c);
             c_bitmaps[at] = bm;
             c_offsets[at] = value;
             c_ptr[at] = 0;
             if (col_at) col_at[c] = (int)(value - v0);
         }
-        q += rd_packed_blocks(total);
-        v += rd_packed_values(total);
+        q += rd_item_blocks(total);
+        v += rd_item_values(total);
     }
 }
 

@@ -41,6 +41,14 @@ def test_touched_kernels_for_few_pairs_per_column(monkeypatch):
     assert not rowdense.touched(dense, dense, 1, 100)
 
 
+def test_a_units_pairs_fit_the_packed_scan():
+    # the blocks kernel packs a column's block, values and pairs in one word
+    # (rowdense.cuh, rd_column_item): blocks below 2^16, values below 2^22,
+    # pairs below 2^25 a unit
+    assert rowdense.SPAN < 1 << 16 and 64 * rowdense.SPAN < 1 << 22
+    assert rowdense.MAX_ROW_BLOCKS * rowdense.SPAN < 1 << 25
+
+
 def test_shared_bytes():
     assert rowdense.shared_bytes(1) == 12
     assert rowdense.shared_bytes(1, True) == 16

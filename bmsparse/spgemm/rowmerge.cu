@@ -7,7 +7,7 @@
 // B's block row j (j = the A block's column). B's keys of a block row are
 // sorted by block column k, so the group visits the output blocks C(i, k) in
 // ascending k by repeatedly taking the smallest k any cursor is at
-// (__reduce_min_sync). The cursors at that k are the pairs of C(i, k); the OR
+// (a reduction over the group). The cursors at that k are the pairs of C(i, k); the OR
 // over the group of their Boolean products is its exact bitmap (an empty one
 // is skipped), and the pairs whose product is not empty are its useful
 // pairs. Then those cursors advance.
@@ -80,6 +80,31 @@ __device__ __forceinline__ unsigned int rm_group_mask(int lane) {
     return G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
 }
 
+// The reductions over this lane's group of G, called by every lane of the
+// warp at once: the loops below keep a warp's groups in step (a group done
+// with its row goes round with k = RM_NONE, doing nothing), and so the warp
+// converged. A collective with a group's mask in a warp whose groups went
+// separate ways runs the compiler's emulation instead (WARPSYNC.COLLECTIVE,
+// a pass per group): about a third of the merge kernels' samples on 3d-7pt
+// (G = 16; benchmarks/NOTES.md, session 31).
+#define RM_GROUP_REDUCE(NAME, OP, WARP_REDUCE)                                           \
+    template <int G>                                                                    \
+    __device__ __forceinline__ unsigned int NAME(unsigned int x) {                      \
+        if constexpr (G == 32) {                                                        \
+            return WARP_REDUCE(0xffffffffu, x);                                         \
+        } else {                                                                        \
+            _Pragma("unroll") for (int d = G / 2; d > 0; d >>= 1)                       \
+                x = OP(x, __shfl_xor_sync(0xffffffffu, x, d, G));                       \
+            return x;                                                                   \
+        }                                                                               \
+    }
+__device__ __forceinline__ unsigned int rm_or(unsigned int x, unsigned int y) { return x | y; }
+__device__ __forceinline__ unsigned int rm_add(unsigned int x, unsigned int y) { return x + y; }
+RM_GROUP_REDUCE(rm_group_min, min, __reduce_min_sync)
+RM_GROUP_REDUCE(rm_group_or, rm_or, __reduce_or_sync)
+RM_GROUP_REDUCE(rm_group_add, rm_add, __reduce_add_sync)
+#undef RM_GROUP_REDUCE
+
 __device__ __forceinline__ void rm_load(const u64* __restrict__ b_keys,
                                         const u64* __restrict__ b_bitmaps, unsigned int pos,
                                         unsigned int end, unsigned int& col, u64& bm) {
@@ -132,33 +157,34 @@ __device__ __forceinline__ void rm_open(
     }
 }
 
-// the smallest block column any cursor of the group is at (RM_NONE: all done)
-template <int STEPS>
-__device__ __forceinline__ unsigned int rm_next_col(const RowCursors<STEPS>& cur,
-                                                    unsigned int group) {
+// the smallest block column any cursor of the group is at (RM_NONE: all
+// done); every lane of the warp calls it
+template <int G, int STEPS>
+__device__ __forceinline__ unsigned int rm_next_col(const RowCursors<STEPS>& cur) {
     unsigned int m = RM_NONE;
 #pragma unroll
     for (int s = 0; s < STEPS; ++s) m = min(m, cur.col[s]);
-    return __reduce_min_sync(group, m);
+    return rm_group_min<G>(m);
 }
 
 // bitmap of C(i, k), the OR over the group of the products of the pairs at
-// k; `useful` gets bit s for each of this lane's pairs whose product has a bit
-template <int STEPS>
+// k (none at k = RM_NONE); `useful` gets bit s for each of this lane's pairs
+// whose product has a bit. Every lane of the warp calls it
+template <int G, int STEPS>
 __device__ __forceinline__ u64 rm_bitmap(const RowCursors<STEPS>& cur, unsigned int k,
-                                         unsigned int group, unsigned int& useful) {
+                                         unsigned int& useful) {
     u64 bm = 0;
     useful = 0;
 #pragma unroll
     for (int s = 0; s < STEPS; ++s) {
-        if (cur.col[s] == k) {
+        if (cur.col[s] == k && k != RM_NONE) {
             const u64 product = bool_product(cur.a_bm[s], cur.b_bm[s]);
             bm |= product;
             useful |= (unsigned int)(product != 0ull) << s;
         }
     }
-    const unsigned int lo = __reduce_or_sync(group, (unsigned int)bm);
-    const unsigned int hi = __reduce_or_sync(group, (unsigned int)(bm >> 32));
+    const unsigned int lo = rm_group_or<G>((unsigned int)bm);
+    const unsigned int hi = rm_group_or<G>((unsigned int)(bm >> 32));
     return ((u64)hi << 32) | lo;
 }
 
@@ -178,23 +204,32 @@ __device__ __forceinline__ void rm_advance(RowCursors<STEPS>& cur, unsigned int 
     }
 }
 
-// the unit of this thread's group: its block row i and column range [k0, k1)
+// the unit of this thread's group: its block row i and column range [k0, k1),
+// and its A blocks [a0, a1); a group past the last unit (`valid` false) has
+// none, and goes round its warp's loop with nothing to do
 struct RowUnit {
-    long long u, i;
+    long long u, i, a0, a1;
     unsigned long long k0, k1;
-    bool whole_row;
+    bool whole_row, valid;
 };
 
+// false where the whole warp is past the last unit (it leaves: the loops'
+// collectives name the whole warp)
 template <int G>
-__device__ __forceinline__ bool rm_unit(long long nbrows, long long parts, long long span,
-                                        RowUnit& unit) {
-    unit.u = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / G;
-    if (unit.u >= nbrows * parts) return false;  // whole groups leave together
-    unit.i = unit.u / parts;
-    const long long p = unit.u - unit.i * parts;
+__device__ __forceinline__ bool rm_unit(const long long* __restrict__ a_ptr, long long nbrows,
+                                        long long parts, long long span, RowUnit& unit) {
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long n = nbrows * parts;
+    if ((t & ~31ll) / G >= n) return false;
+    unit.u = t / G;
+    unit.valid = unit.u < n;
+    unit.i = !unit.valid ? 0 : parts == 1 ? unit.u : unit.u / parts;
+    const long long p = unit.valid ? unit.u - unit.i * parts : 0;
     unit.whole_row = parts == 1;
     unit.k0 = (unsigned long long)(p * span);
     unit.k1 = unit.k0 + (unsigned long long)span;
+    unit.a0 = unit.valid ? a_ptr[unit.i] : 0;
+    unit.a1 = unit.valid ? a_ptr[unit.i + 1] : 0;
     return true;
 }
 
@@ -206,25 +241,25 @@ __device__ __forceinline__ void rm_count(
     const long long* __restrict__ b_ptr, long long* __restrict__ sizes)
 {
     RowUnit unit;
-    if (!rm_unit<G>(nbrows, parts, span, unit)) return;
+    if (!rm_unit<G>(a_ptr, nbrows, parts, span, unit)) return;
     const long long n = nbrows * parts;
     const int lane = (int)(threadIdx.x & 31u), member = lane & (G - 1);
-    const unsigned int group = rm_group_mask<G>(lane);
     RowCursors<STEPS> cur;
-    rm_open<G, STEPS>(cur, a_ptr[unit.i], a_ptr[unit.i + 1], member, unit.k0, unit.k1,
-                      unit.whole_row, a_keys, a_bitmaps, b_keys, b_bitmaps, b_ptr);
+    rm_open<G, STEPS>(cur, unit.a0, unit.a1, member, unit.k0, unit.k1, unit.whole_row, a_keys,
+                      a_bitmaps, b_keys, b_bitmaps, b_ptr);
     long long blocks = 0, values = 0;
     unsigned int pairs = 0;  // this lane's useful pairs
-    for (unsigned int k = rm_next_col(cur, group); k != RM_NONE; k = rm_next_col(cur, group)) {
+    for (unsigned int k = rm_next_col<G>(cur); __any_sync(0xffffffffu, k != RM_NONE);
+         k = rm_next_col<G>(cur)) {
         unsigned int useful;
-        const u64 bm = rm_bitmap(cur, k, group, useful);
+        const u64 bm = rm_bitmap<G>(cur, k, useful);
         blocks += bm != 0ull;
         values += __popcll(bm);
         pairs += __popc(useful);
-        rm_advance(cur, k, b_keys, b_bitmaps);
+        if (k != RM_NONE) rm_advance(cur, k, b_keys, b_bitmaps);
     }
-    pairs = __reduce_add_sync(group, pairs);
-    if (member == 0) {
+    pairs = rm_group_add<G>(pairs);
+    if (member == 0 && unit.valid) {
         sizes[unit.u] = blocks;
         sizes[n + unit.u] = values;
         sizes[2 * n + unit.u] = pairs;
@@ -243,27 +278,36 @@ __device__ __forceinline__ void rm_blocks(
     long long* __restrict__ warp_block)
 {
     RowUnit unit;
-    if (!rm_unit<G>(nbrows, parts, span, unit)) return;
+    if (!rm_unit<G>(a_ptr, nbrows, parts, span, unit)) return;
     const long long n = nbrows * parts, u = unit.u;
     const int lane = (int)(threadIdx.x & 31u), member = lane & (G - 1);
     const unsigned int group = rm_group_mask<G>(lane);
     // where the unit's output starts: its first block, value and pair
-    long long q = scan[u];
-    long long v = scan[n + u] - scan[n];
-    long long p = scan[2 * n + u] - scan[2 * n];
+    long long q = 0, v = 0, p = 0;
+    if (unit.valid) {
+        q = scan[u];
+        v = scan[n + u] - scan[n];
+        p = scan[2 * n + u] - scan[2 * n];
+    }
     if (u == 0 && member == 0) {  // one thread closes the pointers
         const long long c_nblocks = scan[n];
         c_offsets[c_nblocks] = scan[2 * n] - scan[n];
         c_ptr[c_nblocks] = scan[3 * n] - scan[2 * n];
     }
-    const long long a0 = a_ptr[unit.i];
     RowCursors<STEPS> cur;
-    rm_open<G, STEPS>(cur, a0, a_ptr[unit.i + 1], member, unit.k0, unit.k1, unit.whole_row,
-                      a_keys, a_bitmaps, b_keys, b_bitmaps, b_ptr);
+    rm_open<G, STEPS>(cur, unit.a0, unit.a1, member, unit.k0, unit.k1, unit.whole_row, a_keys,
+                      a_bitmaps, b_keys, b_bitmaps, b_ptr);
     const unsigned int below = (1u << lane) - 1u;  // lanes before this one
-    for (unsigned int k = rm_next_col(cur, group); k != RM_NONE; k = rm_next_col(cur, group)) {
+    for (unsigned int k = rm_next_col<G>(cur); __any_sync(0xffffffffu, k != RM_NONE);
+         k = rm_next_col<G>(cur)) {
         unsigned int useful;
-        const u64 bm = rm_bitmap(cur, k, group, useful);
+        const u64 bm = rm_bitmap<G>(cur, k, useful);
+        // the useful pairs in ascending A block: s, then lane (ballots of the
+        // whole warp, outside the group's branch)
+        unsigned int at[STEPS];
+#pragma unroll
+        for (int s = 0; s < STEPS; ++s)
+            at[s] = __ballot_sync(0xffffffffu, (useful >> s) & 1u) & group;
         if (bm) {
             if (member == 0) {
                 c_keys[q] = make_key((u64)unit.i, (u64)k);
@@ -272,22 +316,19 @@ __device__ __forceinline__ void rm_blocks(
                 c_ptr[q] = p;
                 if (write_pairs) mark_warp_starts(warp_block, q, v, __popcll(bm));
             }
-            // the useful pairs in ascending A block: s, then lane
 #pragma unroll
             for (int s = 0; s < STEPS; ++s) {
-                const bool mine = (useful >> s) & 1u;
-                const unsigned int at = __ballot_sync(group, mine) & group;
-                if (write_pairs && mine) {
-                    const long long t = p + __popc(at & below);
-                    task_a[t] = a0 + member + (long long)G * s;
+                if (write_pairs && ((useful >> s) & 1u)) {
+                    const long long t = p + __popc(at[s] & below);
+                    task_a[t] = unit.a0 + member + (long long)G * s;
                     task_b[t] = cur.pos[s];
                 }
-                p += __popc(at);
+                p += __popc(at[s]);
             }
             ++q;
             v += __popcll(bm);
         }
-        rm_advance(cur, k, b_keys, b_bitmaps);
+        if (k != RM_NONE) rm_advance(cur, k, b_keys, b_bitmaps);
     }
 }
 

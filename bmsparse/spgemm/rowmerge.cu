@@ -6,11 +6,11 @@
 // 8 x 1, 16 x 1, 32 x 1, 32 x 2 or 32 x 4), and for each a cursor walking
 // B's block row j (j = the A block's column). B's keys of a block row are
 // sorted by block column k, so the group visits the output blocks C(i, k) in
-// ascending k by repeatedly taking the smallest k any cursor is at
-// (a reduction over the group). The cursors at that k are the pairs of C(i, k); the OR
-// over the group of their Boolean products is its exact bitmap (an empty one
-// is skipped), and the pairs whose product is not empty are its useful
-// pairs. Then those cursors advance.
+// ascending k by repeatedly taking the smallest k any cursor is at (a
+// reduction over the group). The cursors at that k are the pairs of C(i, k);
+// the OR over the group of their Boolean products is its exact bitmap (an
+// empty one is skipped), and the pairs whose product is not empty are its
+// useful pairs. Then those cursors advance.
 //
 // A long block row would keep one group busy while the GPU idles, so a row
 // is cut into `parts` ranges of `span` block columns, one group each (part

@@ -31,6 +31,7 @@
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
 #include "_cuda/csr.cuh"
+#include "_cuda/group.cuh"
 #include "_cuda/scan.cuh"
 
 #define BMSPARSE_ERR_ROW_NEGATIVE 1
@@ -193,8 +194,9 @@ __device__ __forceinline__ long long count_below(const I* indices, long long fir
 
 // Canonical CSR -> bitmap by block rows, without a sort. A group of 8 lanes
 // walks a block row, lane r holding a cursor in row 8i + r; the least block
-// column under the cursors (__reduce_min_sync) is the next block, and the
-// lanes at it take their entries of it. A first walk counts the blocks, an
+// column under the cursors (a group reduction, _cuda/group.cuh: a warp's
+// four groups walk in step) is the next block, and the lanes at it take
+// their entries of it. A first walk counts the blocks, an
 // exclusive scan of the counts (convert.py) places them, and a second walk
 // writes keys, bitmaps, offsets and values. A block row of more than
 // `window` entries (convert.py's CSR_WINDOW) is cut into windows of block
@@ -285,7 +287,9 @@ __device__ __forceinline__ int csr_entry_errors(const I* indices, long long begi
 
 // One window's walk, by a group of 8 lanes (lane r: row 8i + r). WRITE false:
 // counts[w] = its blocks, errors added. WRITE true: its blocks written from
-// block counts[w] on (the exclusive scan of the counts).
+// block counts[w] on (the exclusive scan of the counts). A warp's four groups
+// walk in step: the loop runs while any of them has a block left, and a group
+// without a window (past the last) walks nothing; whole warps only leave.
 template <typename T, typename I, bool WRITE>
 __device__ __forceinline__ void csr_walk(
     const I* __restrict__ indptr, const I* __restrict__ indices, const T* __restrict__ values,
@@ -296,29 +300,30 @@ __device__ __forceinline__ void csr_walk(
 {
     const long long w = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 3;
     const int r = (int)(threadIdx.x & 7u);
-    const unsigned int group = 0xffu << (threadIdx.x & 24u);
-    if (w >= capacity) return;  // whole groups leave together
     // a bad indptr (the first kernel's error) would send the walk anywhere
-    if (w >= *nwindows || (!WRITE && (*(volatile int*)errors & BMSPARSE_ERR_INDPTR))) {
-        if (!WRITE && r == 0) counts[w] = 0;
-        return;
+    const bool live = w < capacity && w < *nwindows
+                      && (WRITE || !(*(volatile int*)errors & BMSPARSE_ERR_INDPTR));
+    if (!WRITE && !live && w < capacity && r == 0) counts[w] = 0;
+    if (!__any_sync(BMSPARSE_FULL_WARP, live)) return;
+    long long i = 0, k = 0, begin = 0, end = 0, nwin = 1;
+    if (live) {
+        const u64 item = windows[w];
+        i = (long long)(item >> 32);
+        k = (long long)(item & 0xffffffffull);
+        const long long row = (i << 3) + r;
+        if (row < nrows) { begin = indptr[row]; end = indptr[row + 1]; }
+        nwin = csr_windows(indptr, nrows, i, window);
     }
-    const u64 item = windows[w];
-    const long long i = (long long)(item >> 32), k = (long long)(item & 0xffffffffull);
     const long long row0 = i << 3, row = row0 + r;
-    long long begin = 0, end = 0;
-    if (row < nrows) { begin = indptr[row]; end = indptr[row + 1]; }
-    const long long nwin = csr_windows(indptr, nrows, i, window);
+    // the window's block columns [lo, hi): bounds at evenly spaced entries
+    // of the longest row (the first of equal ones)
+    const long long longest = group_reduce<8>(((end - begin) << 3) | (7 - r),
+                                              [](long long x, long long y) { return max(x, y); });
+    const long long start = __shfl_sync(BMSPARSE_FULL_WARP, begin, 7 - (int)(longest & 7), 8);
     unsigned int lo = 0, hi = BMSPARSE_NO_BLOCK_COL;
     int err = 0;
     if (nwin > 1) {
-        // the window's block columns [lo, hi): bounds at evenly spaced
-        // entries of the longest row (the first of equal ones)
-        long long longest = ((end - begin) << 3) | (7 - r);
-#pragma unroll
-        for (int d = 4; d > 0; d >>= 1) longest = max(longest, __shfl_xor_sync(group, longest, d, 8));
         const long long len = longest >> 3;
-        const long long start = __shfl_sync(group, begin, 7 - (int)(longest & 7), 8);
         if (k > 0) lo = (unsigned int)((unsigned long long)indices[start + k * len / nwin] >> 3);
         if (k + 1 < nwin)
             hi = (unsigned int)((unsigned long long)indices[start + (k + 1) * len / nwin] >> 3);
@@ -332,10 +337,8 @@ __device__ __forceinline__ void csr_walk(
     long long cur = lo ? begin + count_below(indices, begin, end, (long long)lo << 3) : begin;
     // value number of the window's first entry: the block row's first, and
     // every entry of its rows before the window
-    long long at = cur - begin;
-#pragma unroll
-    for (int d = 4; d > 0; d >>= 1) at += __shfl_xor_sync(group, at, d, 8);
-    at += indptr[row0];
+    long long at = group_reduce<8>(cur - begin, [](long long x, long long y) { return x + y; });
+    if (live) at += indptr[row0];
     long long prev = cur > begin ? (long long)indices[cur - 1] : -1;
     long long col = 0;
     unsigned int bc = BMSPARSE_NO_BLOCK_COL;  // block column of the next entry in the window
@@ -349,13 +352,17 @@ __device__ __forceinline__ void csr_walk(
         if ((unsigned long long)col >> 3 < hi) bc = (unsigned int)(col >> 3);
     };
     step();
-    long long block = WRITE ? counts[w] : 0;
+    long long block = WRITE && live ? counts[w] : 0;
     for (;;) {
-        const unsigned int m = __reduce_min_sync(group, bc);
-        if (m == BMSPARSE_NO_BLOCK_COL) break;
+        const unsigned int m = group_reduce<8>(bc, [](unsigned int x, unsigned int y) {
+            return min(x, y);
+        });
+        if (!__any_sync(BMSPARSE_FULL_WARP, m != BMSPARSE_NO_BLOCK_COL)) break;
         unsigned int byte = 0;
         int n = 0;
-        while (bc == m) {  // this row's entries in block column m
+        // this row's entries in block column m (none when the group is done:
+        // then bc and m are both BMSPARSE_NO_BLOCK_COL)
+        while (bc == m && m != BMSPARSE_NO_BLOCK_COL) {
             byte |= 1u << (col & 7);
             ++n;
             prev = col;
@@ -363,23 +370,24 @@ __device__ __forceinline__ void csr_walk(
             step();
         }
         if constexpr (WRITE) {
-            const u64 bitmap = (u64)__reduce_or_sync(group, r < 4 ? byte << (8 * r) : 0u)
-                               | ((u64)__reduce_or_sync(group, r < 4 ? 0u : byte << (8 * r - 32))
-                                  << 32);
-            if (r == 0) {
-                keys[block] = make_key((u64)i, (u64)m);
-                bitmaps[block] = bitmap;
-                offsets[block] = at;
+            const u64 bitmap = group_reduce<8>((u64)byte << (8 * r),
+                                               [](u64 x, u64 y) { return x | y; });
+            if (m != BMSPARSE_NO_BLOCK_COL) {
+                if (r == 0) {
+                    keys[block] = make_key((u64)i, (u64)m);
+                    bitmaps[block] = bitmap;
+                    offsets[block] = at;
+                }
+                if (out_values) {  // row r's entries of the block are a run of its values
+                    T* out = out_values + at + __popcll(bitmap & ((1ull << (8 * r)) - 1ull));
+                    for (int j = 0; j < n; ++j) out[j] = values[cur - n + j];
+                }
+                at += __popcll(bitmap);
             }
-            if (out_values) {  // row r's entries of the block are a run of its values
-                T* out = out_values + at + __popcll(bitmap & ((1ull << (8 * r)) - 1ull));
-                for (int j = 0; j < n; ++j) out[j] = values[cur - n + j];
-            }
-            at += __popcll(bitmap);
         }
-        ++block;
+        if (m != BMSPARSE_NO_BLOCK_COL) ++block;
     }
-    if (!WRITE && r == 0) counts[w] = block;
+    if (!WRITE && live && r == 0) counts[w] = block;
     if (!WRITE && err) atomicOr(errors, err);
 }
 

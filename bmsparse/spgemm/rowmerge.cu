@@ -55,6 +55,7 @@
 // the scan and the ballots.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
+#include "../_cuda/group.cuh"
 
 #define RM_NONE 0xffffffffu
 
@@ -82,25 +83,20 @@ __device__ __forceinline__ unsigned int rm_group_mask(int lane) {
 
 // The reductions over this lane's group of G, called by every lane of the
 // warp at once: the loops below keep a warp's groups in step (a group done
-// with its row goes round with k = RM_NONE, doing nothing), and so the warp
-// converged. A collective with a group's mask in a warp whose groups went
-// separate ways runs the compiler's emulation instead (WARPSYNC.COLLECTIVE,
-// a pass per group): about a third of the merge kernels' samples on 3d-7pt
-// (G = 16; benchmarks/NOTES.md, session 31).
+// with its row goes round with k = RM_NONE, doing nothing), see
+// _cuda/group.cuh. A warp of one group reduces by REDUX.
 #define RM_GROUP_REDUCE(NAME, OP, WARP_REDUCE)                                           \
     template <int G>                                                                    \
     __device__ __forceinline__ unsigned int NAME(unsigned int x) {                      \
-        if constexpr (G == 32) {                                                        \
-            return WARP_REDUCE(0xffffffffu, x);                                         \
-        } else {                                                                        \
-            _Pragma("unroll") for (int d = G / 2; d > 0; d >>= 1)                       \
-                x = OP(x, __shfl_xor_sync(0xffffffffu, x, d, G));                       \
-            return x;                                                                   \
-        }                                                                               \
+        if constexpr (G == 32)                                                          \
+            return WARP_REDUCE(BMSPARSE_FULL_WARP, x);                                  \
+        else                                                                            \
+            return group_reduce<G>(x, [](unsigned int u, unsigned int v) { return OP(u, v); }); \
     }
+__device__ __forceinline__ unsigned int rm_min(unsigned int x, unsigned int y) { return min(x, y); }
 __device__ __forceinline__ unsigned int rm_or(unsigned int x, unsigned int y) { return x | y; }
 __device__ __forceinline__ unsigned int rm_add(unsigned int x, unsigned int y) { return x + y; }
-RM_GROUP_REDUCE(rm_group_min, min, __reduce_min_sync)
+RM_GROUP_REDUCE(rm_group_min, rm_min, __reduce_min_sync)
 RM_GROUP_REDUCE(rm_group_or, rm_or, __reduce_or_sync)
 RM_GROUP_REDUCE(rm_group_add, rm_add, __reduce_add_sync)
 #undef RM_GROUP_REDUCE

@@ -118,12 +118,8 @@ extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_com
         if (i == c_nblocks - 1) out_offsets[inclusive & low] = inclusive >> shift;
         if (!(own[k] & 1)) continue;  // an empty block
         const long long before = inclusive - own[k];
-        const long long d = before & low;
-        out_keys[d] = c_keys[i];
-        out_bitmaps[d] = c_bitmaps[i];
-        out_offsets[d] = before >> shift;
-        out_first[d] = c_ptr[i];
-        out_last[d] = c_ptr[i + 1];
+        put_kept<false>(before & low, c_keys[i], c_bitmaps[i], before >> shift, c_ptr + i,
+                        out_keys, out_bitmaps, out_offsets, out_first, out_last);
     }
 }
 

@@ -27,6 +27,24 @@ __device__ __forceinline__ void copy_kept(u64 bitmap, u64 keep, const T* __restr
         if (keep & rest & (~rest + 1ull)) *out++ = fresh_load<FRESH>(values);
 }
 
+// kept block d of C: its key, bitmap and first value, and where `run` is not
+// null (c_ptr + q) its task run [run[0], run[1])
+template <bool FRESH>
+__device__ __forceinline__ void put_kept(
+    long long d, u64 key, u64 bitmap, long long offset, const long long* __restrict__ run,
+    u64* __restrict__ out_keys, u64* __restrict__ out_bitmaps,
+    long long* __restrict__ out_offsets, long long* __restrict__ out_first,
+    long long* __restrict__ out_last)
+{
+    out_keys[d] = key;
+    out_bitmaps[d] = bitmap;
+    out_offsets[d] = offset;
+    if (run) {
+        out_first[d] = fresh_load<FRESH>(run);
+        out_last[d] = fresh_load<FRESH>(run + 1);
+    }
+}
+
 // block q of bmsparse_compact_blocks (arguments: see compact.cu): kept, in
 // order, where its new bitmap is not empty; its new place, or -1
 template <bool FRESH>
@@ -47,12 +65,8 @@ __device__ __forceinline__ long long keep_block(
     if (!bitmap) return -1;
     const long long d =
         shift ? fresh_load<FRESH>(new_offsets + q) & low : fresh_load<FRESH>(rank + q) - 1;
-    out_keys[d] = fresh_load<FRESH>(c_keys + q);
-    out_bitmaps[d] = bitmap;
-    out_offsets[d] = fresh_load<FRESH>(new_offsets + q) >> shift;
-    if (c_ptr) {
-        out_first[d] = fresh_load<FRESH>(c_ptr + q);
-        out_last[d] = fresh_load<FRESH>(c_ptr + q + 1);
-    }
+    put_kept<FRESH>(d, fresh_load<FRESH>(c_keys + q), bitmap,
+                    fresh_load<FRESH>(new_offsets + q) >> shift, c_ptr ? c_ptr + q : nullptr,
+                    out_keys, out_bitmaps, out_offsets, out_first, out_last);
     return d;
 }

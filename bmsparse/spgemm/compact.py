@@ -21,7 +21,7 @@ from .._primitives import SCAN_THREADS, cumsum, exclusive_scan, scan_state, scan
 from .._sputils import get_array_module
 from .count import Counts, pack_shift, packed_sizes
 from .multiply import warp_arrays, warp_specs
-from .tasks import first_blocks, front
+from .tasks import first_blocks, front, half_unused
 
 _KERNELS = "spgemm/compact.cu"
 _kernels.register(_KERNELS, {"bmsparse_compact_nonzero_bits": ("T",),
@@ -130,8 +130,8 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] |
     compacts while the host waits for the sizes and then allocates C (else
     the GPU idled from the scan's end to the compaction's launch); a second
     launch then moves them to C's arrays of their exact size (unless they
-    fill at least half of the scratch, which then stays C's, as
-    :func:`tasks.front` keeps views; always with ``scratch``) and writes the
+    fill at least half of the scratch, which then stays C's: the rule of
+    :func:`tasks.front`; always with ``scratch``) and writes the
     warps' words. The task runs go to ``runs`` when given."""
     n, shift = c_keys.shape[0], counts.shift
     memory = _kernels.alloc_blocks(n)
@@ -142,7 +142,7 @@ def _drop_ahead(c_keys: Any, counts: Counts, c_ptr: Any, runs: tuple[Any, Any] |
     total = counts.total.wait()[0]
     nnz, kept = total >> shift, total & ((1 << shift) - 1)
     null = _kernels.NULL
-    if 2 * kept < n and not scratch:
+    if half_unused(kept, n) and not scratch:
         blocks = _kernels.block_arrays(_kernels.alloc_blocks(kept), kept)
         out = blocks
     else:

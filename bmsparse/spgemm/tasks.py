@@ -568,7 +568,14 @@ def first_blocks(c_keys: Any, c_ptr: Any, c_nblocks: int) -> tuple[Any, Any]:
 
 def front(array: Any, n: int) -> Any:
     """``array[:n]``: a view, or a copy when the view would leave more than
-    half of ``array`` unused (musae_git: 11.3 M output blocks of 30.9 M
-    tasks; such arrays live as long as the product, or as C)."""
-    return array[:n].copy() if 2 * n < array.shape[0] else array[:n]
+    half of ``array`` unused (:func:`half_unused`)."""
+    return array[:n].copy() if half_unused(n, array.shape[0]) else array[:n]
+
+
+def half_unused(n: int, length: int) -> bool:
+    """True when the first ``n`` items of an array of ``length``, kept as a
+    view, would leave more than half of it unused: the rule for copying them
+    out instead (musae_git: 11.3 M output blocks of 30.9 M tasks; such arrays
+    live as long as the product, or as C)."""
+    return 2 * n < length
 

@@ -896,6 +896,16 @@ def test_drop_empty_of_padded_arrays_queued_before_the_sync(kept_every, runs, sc
     assert_warp_words(got)
 
 
+@pytest.mark.parametrize("n, copied", [(0, True), (4, True), (5, False), (10, False)])
+def test_front_copies_what_would_leave_most_of_the_array_unused(n, copied, xp):
+    # the first n of 10 items: a view while it uses half of the array or
+    # more, else a copy (the dropped tail would live as long as C)
+    array = xp.arange(10, dtype=xp.int64)
+    got = tasks_mod.front(array, n)
+    assert host(got).tolist() == list(range(n))
+    assert xp.shares_memory(got, array) == (not copied)
+
+
 def assert_warp_words(kept: compact_mod.Kept) -> None:
     """``kept``'s warp words (on the GPU) against their definition."""
     offsets = host(kept.offsets)

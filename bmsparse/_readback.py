@@ -35,17 +35,19 @@ _WORDS = 16
 _local = threading.local()
 
 
-def _buffer(nwords: int) -> np.ndarray:
-    """This thread's page-locked int64 buffer of at least ``nwords`` words."""
-    words = getattr(_local, "words", None)
+def _buffer(nwords: int, slot: str = "words") -> np.ndarray:
+    """This thread's page-locked int64 buffer ``slot`` of at least ``nwords``
+    words (its address at ``_local.<slot>_ptr``)."""
+    words = getattr(_local, slot, None)
     if words is None or words.shape[0] < nwords:
         import cupy
 
         size = max(nwords, _WORDS)
         memory = cupy.cuda.alloc_pinned_memory(8 * size)
         words = np.frombuffer(memory, dtype=np.int64, count=size)  # keeps memory alive
-        _local.words = words
-        _local.words_ptr = words.ctypes.data  # .ctypes builds an object per call
+        setattr(_local, slot, words)
+        # .ctypes builds an object per call
+        setattr(_local, f"{slot}_ptr", words.ctypes.data)
     return words
 
 
@@ -123,12 +125,7 @@ def read_later(*items: tuple[Any, int]) -> Pending:
     """
     if _on_host(items):
         return Pending(items, None, None)
-    import cupy
-
-    words = getattr(_local, "later", None)
-    if words is None or words.shape[0] < len(items):
-        memory = cupy.cuda.alloc_pinned_memory(8 * max(len(items), _WORDS))
-        words = _local.later = np.frombuffer(memory, dtype=np.int64)
+    words = _buffer(len(items), "later")
     copied = _event()
     copied.record(_queue_copies(items, words))
     return Pending(items, words, copied)

@@ -445,8 +445,7 @@ __global__ void bmsparse_convert_csr_rows(
         }
     }
     // one atomic a warp (one a block row on one word took 105 us on the surrogate)
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) length = max(length, __shfl_xor_sync(0xffffffffu, length, d));
+    length = group_reduce<32>(length, [](u64 x, u64 y) { return max(x, y); });
     if ((threadIdx.x & 31u) == 0 && length) atomicMax(longest, length);
 }
 
@@ -576,7 +575,8 @@ extern "C" __global__ void bmsparse_convert_row_pointer(
     }
     // one atomic per warp: on one word, one per block row queued for 70-100 us
     // (a web graph's 125,000 block rows, H100)
-#pragma unroll
-    for (int s = 16; s > 0; s >>= 1) length = max(length, __shfl_xor_sync(0xffffffffu, length, s));
+    length = group_reduce<32>(length, [](unsigned long long x, unsigned long long y) {
+        return max(x, y);
+    });
     if (length && (threadIdx.x & 31u) == 0u) atomicMax(longest, length);
 }

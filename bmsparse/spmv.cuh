@@ -5,6 +5,7 @@
 // Arguments, steps and layout: see spmv.cu.
 #pragma once
 #include "_cuda/bitmap.cuh"
+#include "_cuda/group.cuh"
 
 #ifndef BMSPARSE_SPMV_THREADS
 #define BMSPARSE_SPMV_THREADS 256
@@ -18,8 +19,6 @@
 #ifndef BMSPARSE_SPMV_MIN_BLOCKS
 #define BMSPARSE_SPMV_MIN_BLOCKS 4
 #endif
-
-#define BMSPARSE_FULL_WARP 0xffffffffu
 
 // f applied to each real part of x (re and im of a complex value): the warp
 // shuffles and __ldcg take scalars only

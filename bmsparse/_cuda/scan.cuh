@@ -19,6 +19,7 @@
 #pragma once
 // block_exclusive_scan
 #include "grid.cuh"
+#include "group.cuh"
 
 #define BMSPARSE_SCAN_THREADS 256
 #define BMSPARSE_SCAN_ITEMS 8
@@ -55,9 +56,7 @@ __device__ __forceinline__ long long scan_look_back(long long tile, long long nt
         long long v = 0;
         if (lane < stop) v = sums[j];
         else if (lane == stop && j >= 0) v = prefixes[j];
-#pragma unroll
-        for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-        prefix += v;
+        prefix += group_reduce<32>(v, [](long long x, long long y) { return x + y; });
         if (known) return prefix;
     }
 }

@@ -65,6 +65,7 @@
 // Work: O(ntasks) bitwise operations. Deterministic.
 // Layout: see ../_cuda/bitmap.cuh.
 #include "../_cuda/bitmap.cuh"
+#include "../_cuda/group.cuh"
 
 // where task_product writes the pairs' records (all null: nowhere)
 struct RecordsOut {
@@ -133,9 +134,9 @@ __device__ __forceinline__ void init_block_total(BlockTotal& block)
 __device__ __forceinline__ void add_block_total(long long item, BlockTotal& block,
                                                 long long* __restrict__ total)
 {
-    unsigned long long v = (unsigned long long)item;
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+    const unsigned long long v = group_reduce<32>(
+        (unsigned long long)item,
+        [](unsigned long long x, unsigned long long y) { return x + y; });
     if ((threadIdx.x & 31u) == 0) {
         atomicAdd(&block.sum, v);
         __threadfence_block();  // the sum before the count of warps

@@ -30,10 +30,12 @@
 //      order: A's keys are sorted) and the output keys, bitmaps and offsets
 //      written in that order. A bucket of at most BMSPARSE_TRANSPOSE_SHORT
 //      blocks: a thread per block counts the blocks before it; up to
-//      BMSPARSE_TRANSPOSE_MEDIUM: a warp sorts it in shared memory; longer:
-//      the thread block, in shared memory up to BMSPARSE_TRANSPOSE_SHARED,
-//      in `order` itself beyond. Sorts go by bins of block rows, or a bitonic
-//      network when a bin overfills;
+//      BMSPARSE_TRANSPOSE_WARP_RANKED: a warp, from the grid's last, ranks
+//      each block against the others by shuffles; longer: sorted by the
+//      thread blocks, from the first, a warp (up to BMSPARSE_TRANSPOSE_MEDIUM)
+//      in shared memory or the thread block, in shared memory up to
+//      BMSPARSE_TRANSPOSE_SHARED, in `order` itself beyond. Sorts go by bins
+//      of block rows, or a bitonic network when a bin overfills;
 //   5. values (`outputs` 2): 8 threads per output block.
 // `outputs` 0: passes 1-4 write `order` and `ptr` only, the column pointer
 // of A.T @ x and of the task list; 1: and the blocks (no values).
@@ -56,11 +58,13 @@
 //   long long outputs                - see above
 //   u64       work[nbcols * groups + 3 + grid] - zeroed: the bucket counters,
 //                                      the barrier, the thread blocks' sums, the
-//                                      count of buckets pass 4 sorts
+//                                      counts of the buckets pass 4 sorts (low
+//                                      half) and ranks by warps (high half)
 //   long long ptr[nbcols + 1]        - out: A's blocks of block column c are
 //                                      order[ptr[c]:ptr[c + 1]]
-//   unsigned  placed[nblocks + nblocks / 32 + 1] - scratch: the blocks of each
-//                                      bucket, then the buckets pass 4 sorts
+//   unsigned  placed[nblocks + 2 * (nblocks / 4 + 1)] - scratch: the blocks of
+//                                      each bucket, then the buckets pass 4 sorts,
+//                                      then those it ranks by warps
 //   long long order[nblocks]         - out: A's block of each output block (in,
 //                                      for the two-kernel path)
 //   u64       t_keys[nblocks], t_bitmaps[nblocks] - out: blocks of A.T
@@ -119,8 +123,15 @@ __device__ __forceinline__ void move_transposed_row(
 // ---- bmsparse_transpose_columns ---------------------------------------------
 
 #ifndef BMSPARSE_TRANSPOSE_SHORT
-#define BMSPARSE_TRANSPOSE_SHORT 32
+#define BMSPARSE_TRANSPOSE_SHORT 6
 #endif
+// each list of longer buckets has nblocks / 4 + 1 places
+static_assert(BMSPARSE_TRANSPOSE_SHORT >= 3, "transpose.py sizes the lists for 4");
+// blocks a lane holds when a warp ranks a bucket
+#ifndef BMSPARSE_TRANSPOSE_LANE_BLOCKS
+#define BMSPARSE_TRANSPOSE_LANE_BLOCKS 2
+#endif
+#define BMSPARSE_TRANSPOSE_WARP_RANKED (32 * BMSPARSE_TRANSPOSE_LANE_BLOCKS)
 #define BMSPARSE_TRANSPOSE_WARPS (BMSPARSE_TRANSPOSE_THREADS / 32)
 #define BMSPARSE_TRANSPOSE_MEDIUM (BMSPARSE_TRANSPOSE_SHARED / BMSPARSE_TRANSPOSE_WARPS)
 #ifndef BMSPARSE_TRANSPOSE_FEW
@@ -144,9 +155,12 @@ struct Columns {
     u64* counters;         // [nbuckets], at slot(c, g): counts, then first (value << 32 |
                            // block); from pass 3 on, the low half is the bucket's end
     unsigned int* placed;  // [nblocks]: each bucket's blocks, unsorted (pass 3)
-    unsigned int* longer;  // [nblocks / 32 + 1]: the buckets of more than
-                           // BMSPARSE_TRANSPOSE_SHORT blocks, in no order (pass 2)
-    u64* nlonger;          // how many
+    unsigned int* longer;  // [nblocks / 4 + 1]: the buckets of more than
+                           // BMSPARSE_TRANSPOSE_WARP_RANKED blocks, in no order
+                           // (pass 2), then as many places for those of more
+                           // than BMSPARSE_TRANSPOSE_SHORT up to it (ranked(),
+                           // not a field: the kernel's registers are full)
+    u64* nlonger;          // how many: the first list's (low half), the second's
     long long* order;      // [nblocks]
     u64* t_keys;
     u64* t_bitmaps;
@@ -384,7 +398,11 @@ __device__ void write_sorted(const Columns& k, long long c, long long g, long lo
                              const V* a, long long n, u64* warp_sums)
 {
     const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
-    const long long run = (n + size - 1) / size;
+    // (32-bit divisions here and below: a bucket, the listed buckets and
+    // the buckets all number below 2^32, and a 64-bit division is a call
+    // whose saved registers spilled)
+    const long long run = (unsigned int)n / (unsigned int)size
+        + ((unsigned int)n % (unsigned int)size != 0u);
     const long long i0 = rank * run < n ? rank * run : n;
     const long long i1 = i0 + run < n ? i0 + run : n;
     u64 sum = 0, total;
@@ -446,25 +464,25 @@ __device__ __forceinline__ ListedBucket listed_bucket(const Columns& k, long lon
     return x;
 }
 
-// pass 4 for the buckets longer than BMSPARSE_TRANSPOSE_SHORT (listed by
-// pass 2): thread block t takes the listed buckets t, t + grid, t + 2 grid,
+// pass 4 for the buckets longer than BMSPARSE_TRANSPOSE_WARP_RANKED (listed
+// by pass 2): thread block t takes the listed buckets t, t + grid, t + 2 grid,
 // ..., up to one per thread at a time, hands the medium ones to its warps
 // and sorts the long ones itself. With at most BMSPARSE_TRANSPOSE_FEW
 // buckets it sorts all of them itself, one after the other: a warp's sort
 // is a chain of several loads per lane for every 32 blocks, which the
 // thread block's runs in one or a few rounds (surrogate 208 -> 194 us in
 // all, email-Enron, whose few buckets are short, 88 -> 92).
-__device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsigned int* lists,
-                                    u64* warp_sums)
+__device__ void sort_longer_buckets(const Columns& k, long long listed, unsigned int* tile,
+                                    unsigned int* lists, u64* warp_sums)
 {
     unsigned int* medium = lists;
     unsigned int* longer = lists + BMSPARSE_TRANSPOSE_THREADS;
     unsigned int* bin_counts = lists + 2 * BMSPARSE_TRANSPOSE_THREADS;
     __shared__ int nmedium, nlonger;
     const int warp = threadIdx.x >> 5;
-    const long long listed = (long long)__ldcg(k.nlonger);
-    const long long mine = blockIdx.x < listed ? (listed - 1 - blockIdx.x) / gridDim.x + 1 : 0;
-    const long long most_medium = mine <= BMSPARSE_TRANSPOSE_FEW ? BMSPARSE_TRANSPOSE_SHORT
+    const long long mine = blockIdx.x < listed
+        ? (unsigned int)(listed - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const long long most_medium = mine <= BMSPARSE_TRANSPOSE_FEW ? BMSPARSE_TRANSPOSE_WARP_RANKED
                                                                  : BMSPARSE_TRANSPOSE_MEDIUM;
     for (long long first = 0; first < mine; first += blockDim.x) {
         if (threadIdx.x == 0) nmedium = nlonger = 0;
@@ -496,14 +514,111 @@ __device__ void sort_longer_buckets(const Columns& k, unsigned int* tile, unsign
     }
 }
 
+// pass 4 for a bucket of more than BMSPARSE_TRANSPOSE_SHORT and at most
+// BMSPARSE_TRANSPOSE_WARP_RANKED blocks, by one warp: lane l holds blocks l,
+// l + 32, ... of the bucket and ranks each against all the others, which
+// come round by shuffles with their value counts. A lane loads its blocks
+// once (the short rank loads the whole bucket for each of its blocks) and no
+// barrier holds the warp (a thread block's sort does: with buckets of 33-64
+// blocks sorted by thread blocks one after another, a fifth of the kernel's
+// stall samples on email-Enron were at the grid barrier after this pass).
+// ncu, H200, the whole kernel, us, with buckets of 7-64 blocks ranked so
+// (BMSPARSE_TRANSPOSE_SHORT 32 -> 6): email-Enron 88 -> 61, musae_git 96
+// -> 79, the surrogate 163 -> 145, bcsstk33 and p2p-Gnutella31 -1 us,
+// luxembourg_osm and wiki-Vote the same, ca-GrQc +1; up to 128 blocks
+// (BMSPARSE_TRANSPOSE_LANE_BLOCKS 4), 2-5 us slower.
+__device__ void rank_in_warp(const Columns& k, const ListedBucket& x)
+{
+    constexpr int E = BMSPARSE_TRANSPOSE_LANE_BLOCKS;
+    const int lane = threadIdx.x & 31;
+    // 32-bit each, and the bitmaps loaded again to write (L1 hits): the
+    // kernel has 64 registers, and with 64-bit ranks and the blocks kept
+    // whole it spilled more
+    unsigned int s[E], count[E], row[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+        const long long i = lane + 32 * e;
+        s[e] = i < x.n ? __ldcg(k.placed + x.lo + i) : ~0u;  // none: above every block
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+        const bool load = s[e] != ~0u && k.outputs;
+        row[e] = load ? (unsigned int)block_row(k.keys[s[e]]) : 0u;
+        count[e] = load ? (unsigned int)__popcll(k.bitmaps[s[e]]) : 0u;
+    }
+    // (a bucket here has at most 32 E blocks of at most 64 values)
+    unsigned int rank[E] = {}, before[E] = {};
+    for (int f = 0; f < E && 32 * f < x.n; ++f) {
+        for (int from = 0; from < 32; ++from) {
+            const unsigned int other = __shfl_sync(0xffffffffu, s[f], from);
+            const unsigned int other_count = __shfl_sync(0xffffffffu, count[f], from);
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                if (other < s[e]) {
+                    ++rank[e];
+                    before[e] += other_count;
+                }
+            }
+        }
+    }
+    const u64 first = bucket_values(k, x.c, x.g);
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+        if (s[e] == ~0u) continue;
+        write_loaded(k, x.c, x.lo + rank[e], s[e], make_key(row[e], 0u),
+                     k.outputs ? k.bitmaps[s[e]] : 0ull, first + before[e]);
+    }
+}
+
+// the second list of pass 2: the buckets of more than BMSPARSE_TRANSPOSE_SHORT
+// and at most BMSPARSE_TRANSPOSE_WARP_RANKED blocks
+__device__ __forceinline__ unsigned int* ranked(const Columns& k, long long nblocks)
+{
+    return k.longer + nblocks / 4 + 1;
+}
+
+// pass 4 for the buckets of the second list: the grid's warps take them in
+// turn from the last warp down, away from the thread blocks that
+// sort_longer_buckets gives the first list to (from the first up)
+__device__ void rank_listed_by_warps(const Columns& k, long long nblocks, long long listed)
+{
+    const long long nwarps = (long long)gridDim.x * (blockDim.x >> 5);
+    const long long warp = nwarps - 1 - ((blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5);
+    for (long long i = warp; i < listed; i += nwarps)
+        rank_in_warp(k, listed_bucket(k, __ldcg(ranked(k, nblocks) + i)));
+}
+
+// pass 2's lists: bucket b of n blocks joins the first (more than
+// BMSPARSE_TRANSPOSE_WARP_RANKED blocks) or the second (more than
+// BMSPARSE_TRANSPOSE_SHORT); one atomic a warp for both, on one word (an
+// atomic a bucket queued there). Called by whole warps.
+__device__ __forceinline__ void list_bucket(const Columns& k, long long nblocks, long long b,
+                                            u64 n)
+{
+    const bool first = n > BMSPARSE_TRANSPOSE_WARP_RANKED;
+    const bool second = !first && n > BMSPARSE_TRANSPOSE_SHORT;
+    const unsigned int firsts = __ballot_sync(0xffffffffu, first);
+    const unsigned int seconds = __ballot_sync(0xffffffffu, second);
+    if (!(firsts | seconds)) return;
+    const int lane = threadIdx.x & 31;
+    u64 at = 0;
+    if (lane == 0)
+        at = atomicAdd(k.nlonger, ((u64)__popc(seconds) << 32) | (u64)__popc(firsts));
+    at = __shfl_sync(0xffffffffu, at, 0);
+    const unsigned int below = (1u << lane) - 1u;
+    if (first) k.longer[(at & 0xffffffffull) + __popc(firsts & below)] = (unsigned int)b;
+    if (second) ranked(k, nblocks)[(at >> 32) + __popc(seconds & below)] = (unsigned int)b;
+}
+
 // pass 2: exclusive scan of the bucket counters in place, in the output's
 // order (bucket b = c * groups + g), each thread block scanning an equal
 // run of buckets after the sum of the runs before it; the buckets pass 4
 // sorts are listed
-__device__ void scan_buckets(const Columns& k, long long nbuckets, u64* bar, u64* block_sums,
-                             u64* warp_sums)
+__device__ void scan_buckets(const Columns& k, long long nblocks, long long nbuckets, u64* bar,
+                             u64* block_sums, u64* warp_sums)
 {
-    const long long run = (nbuckets + gridDim.x - 1) / gridDim.x;
+    const long long run = (unsigned int)nbuckets / gridDim.x
+        + ((unsigned int)nbuckets % gridDim.x != 0u);
     const long long lo = blockIdx.x * run;
     const long long hi = lo + run < nbuckets ? lo + run : nbuckets;
     u64 sum = 0, total;
@@ -522,8 +637,7 @@ __device__ void scan_buckets(const Columns& k, long long nbuckets, u64* bar, u64
         const u64 v = b < hi ? __ldcg(counter) : 0ull;
         const u64 at = before + block_exclusive_scan(v, warp_sums, &total);
         if (b < hi) *counter = at;
-        if ((v & 0xffffffffull) > BMSPARSE_TRANSPOSE_SHORT)
-            k.longer[atomicAdd(k.nlonger, 1ull)] = (unsigned int)b;
+        list_bucket(k, nblocks, b, v & 0xffffffffull);
         before += total;
     }
 }
@@ -555,7 +669,7 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
         atomicAdd(k.counters + slot_of(k, keys[s]), (value_count(k, s) << 32) | 1ull);
     grid_barrier(bar);
     // 2. scan
-    scan_buckets(k, nbuckets, bar, work + nbuckets + 2, warp_sums);
+    scan_buckets(k, nblocks, nbuckets, bar, work + nbuckets + 2, warp_sums);
     grid_barrier(bar);
     // 3. place: the low halves are the buckets' cursors (a bucket's last
     // place is below 2^32, so they never carry into the high halves)
@@ -568,8 +682,13 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     // first values); a column starts with its first bucket
     for (long long c = tid; c <= nbcols; c += nthreads)
         ptr[c] = c < nbcols ? bucket_start(k, c, 0) : nblocks;
+    // the warps' ranks first: a listed bucket is a longer chain of loads than
+    // a short one (email-Enron 65.6 -> 62.0 us with a bucket of up to 8
+    // ranked by a thread)
+    const u64 listed = __ldcg(k.nlonger);
+    rank_listed_by_warps(k, nblocks, (long long)(listed >> 32));
     for (long long s = tid; s < nblocks; s += nthreads) rank_in_short_bucket(k, s);
-    sort_longer_buckets(k, tile, lists, warp_sums);
+    sort_longer_buckets(k, (long long)(listed & 0xffffffffull), tile, lists, warp_sums);
     if (outputs == 0) return;
     if (tid == 0) t_offsets[nblocks] = offsets[nblocks];
     if (outputs == 1) return;

@@ -180,11 +180,12 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     grid = min(_kernels.resident_blocks(kernel, THREADS),
                max(-(-max(nblocks, nbuckets) // THREADS), 1))
     # scratch, raw memory (an ndarray costs microseconds): the bucket
-    # counters, the barrier, the thread blocks' sums and the count of the
-    # buckets to sort (zeroed), then `placed` and the list of those buckets
-    # (more than BMSPARSE_TRANSPOSE_SHORT = 32 blocks each)
+    # counters, the barrier, the thread blocks' sums and the counts of the
+    # listed buckets (zeroed), then `placed` and the two lists of the buckets
+    # pass 4 sorts or ranks by warps (more than BMSPARSE_TRANSPOSE_SHORT = 6
+    # blocks each: nblocks / 4 + 1 places each leave room for a SHORT of 3)
     nwork = 8 * (nbuckets + 3 + grid)
-    work = cupy.cuda.alloc(nwork + 4 * (nblocks + nblocks // 32 + 1))
+    work = cupy.cuda.alloc(nwork + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
     work.memset_async(0, nwork)
     # the outputs as views of raw allocations too, one per group that lives
     # and dies together (A's column order and pointer; A.T's index arrays):

@@ -185,14 +185,14 @@ def _column_lengths_matrix(lengths: list[int], dtype: str, seed: int,
 @pytest.mark.parametrize("dtype", ["bool", "float64"])
 def test_one_launch_sorts_columns_of_every_length(dtype, clustered, buckets, counters,
                                                   monkeypatch):
-    # a thread ranks a block in a bucket of up to 32; the few longer
-    # buckets are sorted by thread blocks (the warps' path: the next test),
-    # in shared memory up to BMSPARSE_TRANSPOSE_SHARED; by bins of block
-    # rows when spread, by the bitonic network when clustered (one bin
-    # overfull). A bucket per column reaches every length; cut, columns
-    # span several buckets.
+    # a thread ranks a block in a bucket of up to 6, a warp the blocks of a
+    # bucket of up to 64; the few longer buckets are sorted by thread
+    # blocks (the warps' path: the next test), in shared memory up to
+    # BMSPARSE_TRANSPOSE_SHARED; by bins of block rows when spread, by the
+    # bitonic network when clustered (one bin overfull). A bucket per column
+    # reaches every length; cut, columns span several buckets.
     _set_bucket_rows(monkeypatch, buckets)
-    lengths = [1, 0, 31, 32, 33, 500, 8192, 8193, 9000, 2, 64]
+    lengths = [1, 0, 6, 7, 31, 32, 33, 500, 8192, 8193, 9000, 2, 64, 65, 63, 128, 129]
     a = BitmapMatrix(_column_lengths_matrix(lengths, dtype, seed=8, clustered=clustered))
     d = a.to_device()
     _assert_stages_equal(_stage(d), _stage(a))
@@ -211,6 +211,20 @@ def test_one_launch_sorts_many_medium_buckets_by_warps(counters, monkeypatch):
     lengths = [33 + (7 * j) % 200 for j in range(5 * grid)]
     _set_bucket_rows(monkeypatch, "column")
     a = BitmapMatrix(_column_lengths_matrix(lengths, "float64", seed=11))
+    _assert_stages_equal(_stage(a.to_device()), _stage(a))
+
+
+@pytest.mark.gpu
+def test_one_launch_ranks_more_buckets_by_warps_than_it_has_warps(counters, monkeypatch):
+    # buckets of 7 to 64 blocks are ranked by a warp each, the grid's warps
+    # taking them in turn: more of them than warps
+    from bmsparse import _kernels
+
+    kernel = _kernels.get_kernel("transpose.cu", "bmsparse_transpose_columns", T=np.float64)
+    nwarps = _kernels.resident_blocks(kernel, transpose.THREADS) * transpose.THREADS // 32
+    lengths = [7 + (5 * j) % 58 for j in range(nwarps + 100)]
+    _set_bucket_rows(monkeypatch, "column")
+    a = BitmapMatrix(_column_lengths_matrix(lengths, "float64", seed=12))
     _assert_stages_equal(_stage(a.to_device()), _stage(a))
 
 

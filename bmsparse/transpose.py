@@ -47,6 +47,15 @@ BUCKETS_PER_BLOCK = 2
 #: fewer buckets, 3-6% slower (email-Enron 330 K, musae_git 350 K, bcsstk33,
 #: p2p-Gnutella31, wiki-Vote)
 ROW_GROUP_COUNTERS = 1 << 19
+#: the values pass (8 threads a block, 2 blocks a step) runs in one step with
+#: 4 threads a block; more threads cost passes 1-4 more than they save once
+#: there are about 2^16 of them, unless the values are many (4 a thread).
+#: ncu, H200, the whole kernel against a thread per block or bucket, us:
+#: young1c 30 -> 21.5, bcsstk13 35.5 -> 28.7, bcsstk33 40.9 -> 32.5, zenios
+#: 31.1 -> 25.9, p2p-Gnutella08 32.2 -> 27.4; with all 4 a block, ca-GrQc
+#: and crack were 2-3 us slower (27 K blocks of 1-2 values)
+VALUE_THREADS_PER_BLOCK = 4
+VALUE_THREADS = 1 << 16
 
 
 def column_order(keys: Any) -> Any:
@@ -176,9 +185,13 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     shift = bucket_shift(nblocks, nbrows, nbcols)
     groups = max(-(-nbrows >> shift), 1)
     nbuckets = nbcols * groups
-    # a thread per block or bucket (the passes' loops), at most all resident
-    grid = min(_kernels.resident_blocks(kernel, THREADS),
-               max(-(-max(nblocks, nbuckets) // THREADS), 1))
+    # a thread per block or bucket (the passes' loops), or as many as the
+    # values pass wants, at most all resident
+    threads = max(nblocks, nbuckets)
+    if values is not None:
+        threads = max(threads, min(VALUE_THREADS_PER_BLOCK * nblocks,
+                                   max(VALUE_THREADS, values.shape[0] // 4)))
+    grid = min(_kernels.resident_blocks(kernel, THREADS), max(-(-threads // THREADS), 1))
     # scratch, raw memory (an ndarray costs microseconds): the bucket
     # counters, the barrier, the thread blocks' sums and the counts of the
     # listed buckets (zeroed), then `placed` and the two lists of the buckets

@@ -50,10 +50,11 @@ ROW_GROUP_COUNTERS = 1 << 19
 #: the values pass (8 threads a block, 2 blocks a step) runs in one step with
 #: 4 threads a block; more threads cost passes 1-4 more than they save once
 #: there are about 2^16 of them, unless the values are many (4 a thread).
-#: ncu, H200, the whole kernel against a thread per block or bucket, us:
-#: young1c 30 -> 21.5, bcsstk13 35.5 -> 28.7, bcsstk33 40.9 -> 32.5, zenios
-#: 31.1 -> 25.9, p2p-Gnutella08 32.2 -> 27.4; with all 4 a block, ca-GrQc
-#: and crack were 2-3 us slower (27 K blocks of 1-2 values)
+#: ncu, H100, the whole kernel against a thread per block or bucket, us:
+#: young1c 32.8 -> 24.8, bcsstk13 37.8 -> 31.0, bcsstk33 43.7 -> 37.2,
+#: zenios 33.1 -> 27.8, p2p-Gnutella08 35.1 -> 29.7, the larger graphs the
+#: same; with 4 a block for all (H200), ca-GrQc and crack were 2-3 us slower
+#: (27 K blocks of 1-2 values)
 VALUE_THREADS_PER_BLOCK = 4
 VALUE_THREADS = 1 << 16
 

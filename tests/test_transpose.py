@@ -202,13 +202,14 @@ def test_one_launch_sorts_columns_of_every_length(dtype, clustered, buckets, cou
 
 @pytest.mark.gpu
 def test_one_launch_sorts_many_medium_buckets_by_warps(counters, monkeypatch):
-    # more listed buckets than BMSPARSE_TRANSPOSE_FEW (4) per thread block:
-    # the warps sort the medium ones side by side
+    # more buckets of over 64 blocks (those the thread blocks take) than
+    # BMSPARSE_TRANSPOSE_FEW (4) per thread block: the warps sort the medium
+    # ones side by side
     from bmsparse import _kernels
 
     kernel = _kernels.get_kernel("transpose.cu", "bmsparse_transpose_columns", T=np.float64)
     grid = _kernels.resident_blocks(kernel, transpose.THREADS)
-    lengths = [33 + (7 * j) % 200 for j in range(5 * grid)]
+    lengths = [65 + (7 * j) % 200 for j in range(5 * grid)]
     _set_bucket_rows(monkeypatch, "column")
     a = BitmapMatrix(_column_lengths_matrix(lengths, "float64", seed=11))
     _assert_stages_equal(_stage(a.to_device()), _stage(a))

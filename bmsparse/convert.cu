@@ -250,7 +250,8 @@ __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS) bmsparse_convert_csr_wi
     long long sum = 0;
 #pragma unroll
     for (int j = 0; j < BMSPARSE_SCAN_ITEMS; ++j) {
-        count[j] = first + j >= nbrows ? 0 : bad ? 1 : csr_windows(indptr, nrows, first + j, window);
+        count[j] = first + j >= nbrows ? 0
+                 : bad ? 1 : csr_windows(indptr, nrows, first + j, window);
         sum += count[j];
     }
     const ScanPrefix prefix = scan_thread_prefix(sum, tile, ntiles, state);

@@ -167,14 +167,15 @@ struct Columns {
     long long* t_offsets;
 };
 
-// output block q is A's block s (its key and bitmap loaded when there are
-// blocks to write), in block column c, its values from t_offset
+// output block q is A's block s (its block row and bitmap loaded when there
+// are blocks to write), in block column c, its values from t_offset
 __device__ __forceinline__ void write_loaded(const Columns& k, long long c, long long q,
-                                             long long s, u64 key, u64 bitmap, u64 t_offset)
+                                             long long s, unsigned int row, u64 bitmap,
+                                             u64 t_offset)
 {
     k.order[q] = s;
     if (k.outputs == 0) return;
-    k.t_keys[q] = make_key((u64)c, block_row(key));
+    k.t_keys[q] = make_key((u64)c, row);
     k.t_bitmaps[q] = transpose_bitmap(bitmap);
     k.t_offsets[q] = (long long)t_offset;
 }
@@ -385,7 +386,7 @@ __device__ __forceinline__ void rank_in_short_bucket(const Columns& k, long long
             }
         }
     }
-    write_loaded(k, c, lo + rank, s, key, k.outputs ? k.bitmaps[s] : 0ull,
+    write_loaded(k, c, lo + rank, s, block_row(key), k.outputs ? k.bitmaps[s] : 0ull,
                  bucket_values(k, c, g) + before);
 }
 
@@ -422,7 +423,7 @@ __device__ void write_sorted(const Columns& k, long long c, long long g, long lo
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             if (s[u] < 0) break;
-            write_loaded(k, c, lo + i + u, s[u], key[u], bitmap[u], at);
+            write_loaded(k, c, lo + i + u, s[u], block_row(key[u]), bitmap[u], at);
             at += (u64)__popcll(bitmap[u]);
         }
     }
@@ -565,7 +566,7 @@ __device__ void rank_in_warp(const Columns& k, const ListedBucket& x)
 #pragma unroll
     for (int e = 0; e < E; ++e) {
         if (s[e] == ~0u) continue;
-        write_loaded(k, x.c, x.lo + rank[e], s[e], make_key(row[e], 0u),
+        write_loaded(k, x.c, x.lo + rank[e], s[e], row[e],
                      k.outputs ? k.bitmaps[s[e]] : 0ull, first + before[e]);
     }
 }

@@ -3,8 +3,9 @@
 // Load-balanced: one thread per block of A and column j of X, whatever the
 // lengths of the block rows. The blocks are taken in row-major order for
 // A @ X (bmsparse_spmv_rows, a block row is a "group") and in column-major
-// order through `order` for A.T @ X (bmsparse_spmv_cols, a block column is
-// a group; no transposed copy of A is made), so warp w holds positions
+// order for A.T @ X (bmsparse_spmv_cols, a block column is a group: keys,
+// bitmaps and offsets are then copies of A's in that order, which spmv.py
+// keeps with A; the values are A's, not moved), so warp w holds positions
 // [32w, 32w + 32) of the ordered block list and every warp does the same work.
 //
 //   1. Each thread loads the block's 8 entries of X (those it needs) and
@@ -25,20 +26,21 @@
 //      the last of the w1 - w0 + 1 pieces to arrive (threadfence reduction:
 //      write, __threadfence, atomicAdd) zeroes the count and sums them:
 //      piece 0 is w0's slot (0 if the group starts at lane 0, else 1), piece
-//      i > 0 slot 0 of warp w0 + i; lane l adds pieces l, l + 32, ... in order, then lane l < d
-//      adds lane l + d's sum for d = 16, 8, 4, 2, 1, and lane 0 writes the
-//      group's outputs.
+//      i > 0 slot 0 of warp w0 + i; lane l adds pieces l, l + 32, ... in
+//      order, then lane l < d adds lane l + d's sum for d = 16, 8, 4, 2, 1
+//      (skipping d >= the number of pieces: it would add zeros), and lane 0
+//      writes the group's outputs.
 //   4. Thread t < ngroups * k (ngroups = ceil(nout / 8)), as group g = t mod
 //      ngroups of column j = t / ngroups: an empty group's outputs are 0.
 //   One launch, no grid barrier: every output is written exactly once.
 //
 // Arguments (csr.h style):
-//   u64       keys[nblocks], bitmaps[nblocks] - blocks of A
-//   long long offsets[nblocks + 1]  - value offsets of A's blocks
+//   u64       keys[nblocks], bitmaps[nblocks] - blocks of A, in row-major
+//                                     order (cols: column-major)
+//   long long offsets[nblocks]      - value offsets of those blocks in `values`
 //   T         values[nnz]           - values of A, or null: every value is 1 (bool A)
-//   long long order[nblocks]        - (cols only) A's blocks in column-major order
 //   long long ptr[ngroups + 1]      - blocks of block row (column) g:
-//                                     positions [ptr[g], ptr[g + 1]) of A (of `order`)
+//                                     positions [ptr[g], ptr[g + 1]) of the list
 //   long long nblocks               - blocks of A
 //   T         x[...]                - X, element (i, j) at x[i * x_rs + j * x_cs]
 //   long long k                     - columns of X (1 for a vector)
@@ -54,7 +56,8 @@
 //
 // Launch: max(32 * nwarps, ngroups) * k threads, 1-D grid, warp number
 // w * k + j (so the k warps reading the same 32 blocks are neighbours);
-// 8 * sizeof(T) bytes of dynamic shared memory per thread (step 1).
+// 16 * sizeof(T) bytes of dynamic shared memory per thread (step 1), and
+// BMSPARSE_SPMV_THREADS threads per thread block (step 1 strides by it).
 // The _unit kernels are the same for a vector in and out (k == 1, x_rs ==
 // y_rs == 1), without the strides and k among their arguments: their index
 // arithmetic folds to constants, which takes a quarter of the instructions off.
@@ -70,11 +73,11 @@
 // Layout: see _cuda/bitmap.cuh.
 #include "spmv.cuh"
 
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows, false, false, false, , nullptr,
+BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows, false, false, false,
                      BMSPARSE_SPMV_TAIL, BMSPARSE_SPMV_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows_unit, false, true, false, , nullptr,
+BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows_unit, false, true, false,
                      BMSPARSE_SPMV_UNIT_TAIL, BMSPARSE_SPMV_UNIT_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols, true, false, false, BMSPARSE_SPMV_ORDER, order,
+BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols, true, false, false,
                      BMSPARSE_SPMV_TAIL, BMSPARSE_SPMV_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols_unit, true, true, false, BMSPARSE_SPMV_ORDER, order,
+BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols_unit, true, true, false,
                      BMSPARSE_SPMV_UNIT_TAIL, BMSPARSE_SPMV_UNIT_ARGS)

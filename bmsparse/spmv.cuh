@@ -84,7 +84,11 @@ __device__ __forceinline__ void sum_pieces(T (&s)[8], long long start, long long
 #pragma unroll
         for (int r = 0; r < 8; ++r) s[r] += load_cg(piece + r);
     }
+    // lanes npieces.. hold +0 (no lane's sum is -0: each starts from +0), and
+    // adding +0 changes nothing: the halvings that would only add those are
+    // skipped (most groups spanning warps have 2 pieces: one halving of 5)
     for (int d = 16; d > 0; d >>= 1) {
+        if (d >= npieces) continue;
 #pragma unroll
         for (int r = 0; r < 8; ++r) s[r] = s[r] + shfl_down(s[r], d);
     }
@@ -184,25 +188,36 @@ __device__ __forceinline__ void block_x(T (&xe)[8], u64 bitmap, const T* __restr
 // Step 1: acc[o] = sum of A(r, c) * xb[i * xs] over the block's bits in bit
 // order, o = r and i = c (rows) or o = c and i = r (cols); the values at vb
 // (null: every value is 1). The block's x entries and up to 8 values at a time
-// are loaded together before any is used. A bit's position indexes the sums
-// (cols) or the x entries (rows), and registers cannot be indexed at run
-// time, so those 8 go to shared memory (this thread's at s[e * stride]); the
-// other 8 stay in registers, reached when the bit's row changes (bits come
-// row by row): rows add a row's running sum to its output there, cols pick
-// the row's x entry. 8 values of shared memory a thread instead of 16 (the
-// sums and the entries both) let twice the thread blocks share an SM. The
-// sums are the same, in the same order.
+// are loaded together before any is used. Registers cannot be indexed at run
+// time, so the 8 x entries and the 8 sums live in shared memory, this
+// thread's at s[e * BMSPARSE_SPMV_THREADS] and s[(8 + e) * ...], each bit
+// reaching them by its position: one load or store where a choice among 8
+// registers took 8 selects, which a warp paid at each bit where any of its
+// lanes changed row. Bits come row by row, so one of the two stays in a
+// register until the row changes: rows keep the row's running sum (written
+// to its output then), cols the row's x entry (read then). The bits are
+// walked in two 32-bit halves (rows 0-3, then 4-7): a 64-bit find-first-set
+// and clear cost three times the instructions. The sums are the same, in the
+// same order.
 template <typename T, bool Cols>
 __device__ __forceinline__ void block_partials(
     T (&acc)[8], u64 bitmap, const T* __restrict__ vb, const T* __restrict__ xb, long long xs,
-    T* __restrict__ s, int stride)
+    T* __restrict__ s)
 {
+    constexpr int stride = BMSPARSE_SPMV_THREADS;  // the launch's block size
+    T* __restrict__ entries = s;
+    T* __restrict__ sums = s + 8 * stride;
     T xe[8];
     block_x<T, Cols>(xe, bitmap, xb, xs);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) s[e * stride] = Cols ? T(0) : xe[e];
+    for (int e = 0; e < 8; ++e) {
+        entries[e * stride] = xe[e];
+        if (Cols) sums[e * stride] = T(0);
+    }
     const int n = __popcll(bitmap);
-    u64 bits = bitmap;
+    unsigned int bits = (unsigned int)bitmap;              // the half being walked
+    unsigned int high = (unsigned int)(bitmap >> 32);      // rows 4-7, until walked
+    int half = 0;  // the first bit of `bits`: 0, then 32
     int row = -1;  // the row of the bits walked last
     T run = T(0);  // rows: the running sum of that row; cols: its x entry
     for (int base = 0; base < n; base += 8) {
@@ -211,33 +226,34 @@ __device__ __forceinline__ void block_partials(
         for (int t = 0; t < 8; ++t) a[t] = base + t < n ? (vb ? vb[base + t] : T(1)) : T(0);
 #pragma unroll
         for (int t = 0; t < 8; ++t) {
-            if (bits) {
-                const int bit = __ffsll((long long)bits) - 1;
-                bits &= bits - 1ull;
+            if (base + t < n) {
+                if (!bits) {
+                    bits = high;
+                    high = 0u;
+                    half = 32;
+                }
+                const int bit = half + __ffs(bits) - 1;
+                bits &= bits - 1u;
                 const int r = bit >> 3, c = bit & 7;
                 if (r != row) {
                     if (Cols) {
-#pragma unroll
-                        for (int e = 0; e < 8; ++e) if (e == r) run = xe[e];
+                        run = entries[r * stride];
                     } else {
-#pragma unroll
-                        for (int e = 0; e < 8; ++e) if (e == row) acc[e] = run;
+                        if (row >= 0) sums[row * stride] = run;
                         run = T(0);
                     }
                     row = r;
                 }
-                if (Cols) s[c * stride] += a[t] * run;
-                else run += a[t] * s[c * stride];
+                if (Cols) sums[c * stride] += a[t] * run;
+                else run += a[t] * entries[c * stride];
             }
         }
     }
-    if (Cols) {
+    if (!Cols && row >= 0) sums[row * stride] = run;
+    // rows: a row without bits was never written
+    const unsigned int written = Cols ? 0xffu : nonempty_rows(bitmap);
 #pragma unroll
-        for (int o = 0; o < 8; ++o) acc[o] = s[o * stride];
-    } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) if (e == row) acc[e] = run;
-    }
+    for (int o = 0; o < 8; ++o) acc[o] = ((written >> o) & 1u) ? sums[o * stride] : T(0);
 }
 
 // Step 1 as block_partials, for dense blocks: the walk goes row by row with
@@ -281,7 +297,7 @@ template <typename T, bool Cols, bool Unit, bool Dense>
 __device__ __forceinline__ void spmv(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
-    const long long* __restrict__ order, const long long* __restrict__ ptr, long long nblocks,
+    const long long* __restrict__ ptr, long long nblocks,
     const T* __restrict__ x, long long x_rs, long long x_cs, long long k,
     long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry,
     unsigned int* __restrict__ count)
@@ -304,10 +320,9 @@ __device__ __forceinline__ void spmv(
     for (int r = 0; r < 8; ++r) acc[r] = T(0);
     long long group = -1;
     if (p < nblocks) {
-        const long long q = Cols ? order[p] : p;
-        const u64 key = keys[q];
-        const u64 bitmap = bitmaps[q];
-        const long long v = offsets[q];
+        const u64 key = keys[p];
+        const u64 bitmap = bitmaps[p];
+        const long long v = offsets[p];
         const T* vb = values ? values + v : nullptr;
         const T* xj = x + j * x_cs;
         const long long in0 = (long long)(Cols ? block_row(key) : block_col(key)) << 3;
@@ -317,7 +332,7 @@ __device__ __forceinline__ void spmv(
         } else {
             extern __shared__ __align__(16) unsigned char spmv_shared[];
             block_partials<T, Cols>(acc, bitmap, vb, xj + in0 * x_rs, x_rs,
-                                    reinterpret_cast<T*>(spmv_shared) + threadIdx.x, blockDim.x);
+                                    reinterpret_cast<T*>(spmv_shared) + threadIdx.x);
         }
     }
     combine_and_store(acc, group, ptr, w, j, k, nout, y, y_rs, y_cs, carry, count);
@@ -342,11 +357,10 @@ __device__ __forceinline__ void spmv(
     ptr, nblocks, x, 1, 0, 1, nout, y, 1, 0, carry, count
 
 // A kernel of the family bmsparse_spmv_{rows,cols}[_unit][_dense].
-#define BMSPARSE_SPMV_KERNEL(NAME, COLS, UNIT, DENSE, ORDER_PARAM, ORDER, TAIL, ARGS) \
+#define BMSPARSE_SPMV_KERNEL(NAME, COLS, UNIT, DENSE, TAIL, ARGS) \
     template <typename T> \
     __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS, BMSPARSE_SPMV_MIN_BLOCKS) NAME( \
-        BMSPARSE_SPMV_PARAMS, ORDER_PARAM TAIL) \
+        BMSPARSE_SPMV_PARAMS, TAIL) \
     { \
-        spmv<T, COLS, UNIT, DENSE>(keys, bitmaps, offsets, values, ORDER, ARGS); \
+        spmv<T, COLS, UNIT, DENSE>(keys, bitmaps, offsets, values, ARGS); \
     }
-#define BMSPARSE_SPMV_ORDER const long long* __restrict__ order,

@@ -5,9 +5,10 @@ consecutive blocks of the block list, whatever the lengths of the block
 rows. The blocks of one block row within a warp are summed by a segmented
 scan of shuffles; a block row spanning warps leaves one partial sum per
 warp, which the warp of the last of them to finish adds: one launch, no
-sync. ``A.T @ x`` reads A's blocks in column-major order through a
-permutation computed once per matrix (:func:`bmsparse.transpose.column_pointer`)
-and kept with it, so no transposed copy is made. See ``spmv.cu``.
+sync. ``A.T @ x`` reads A's blocks in column-major order: on the GPU from
+copies of A's keys, bitmaps and value offsets in that order, made once per
+matrix (:func:`column_blocks`) and kept with it; A's values are read where
+they are, so no transposed copy is made. See ``spmv.cu``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
     -----
     O(k * (nnz + nblocks + m + n)) work, O(k * nblocks / 2) temporary values; no
     sync. The first call with ``transpose`` sorts the block columns once
-    (O(nblocks)) and keeps the permutation with ``a``; for a vector the
+    (O(nblocks)) and keeps the permutation with ``a``, and on the GPU a copy
+    of ``a``'s keys, bitmaps and value offsets in that order (24 bytes a
+    block, a third of a float64 matrix of 6 entries a block); for a vector the
     temporary values are kept with ``a`` too (one set per dtype, for the
     stream last used), which saves an allocation and a memset per call.
     Deterministic: every output is summed in a fixed order, which depends
@@ -114,14 +117,16 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
         x = x.astype(compute)
     if xp is not np and x.ndim == 1:  # a vector: the launch kept with the matrix
         y = _launch_kept(a, transpose, x, shape[0], values)
+    elif xp is np:
+        order, ptr = column_pointer(a) if transpose else (None, row_pointer(a))
+        y = _spmv_numpy(a.keys, a.bitmaps, a.offsets, values, order, ptr,
+                        x if x.ndim == 2 else x.reshape(-1, 1), shape[0])
+        y = np.ascontiguousarray(y.T) if out_transposed else y
+        y = y.reshape(-1) if x.ndim == 1 else y
     else:
-        args = (a.keys, a.bitmaps, a.offsets, values, *_pointers(a, transpose))
-        if xp is np:
-            y = _spmv_numpy(*args, x if x.ndim == 2 else x.reshape(-1, 1), shape[0])
-            y = np.ascontiguousarray(y.T) if out_transposed else y
-            y = y.reshape(-1) if x.ndim == 1 else y
-        else:
-            y = _spmv_cuda(*args, x, shape[0], out_transposed, dense_blocks(a))
+        keys, bitmaps, offsets, ptr = kernel_blocks(a, transpose)
+        y = _spmv_cuda(keys, bitmaps, offsets, values, transpose, ptr, x, shape[0],
+                       out_transposed, dense_blocks(a))
     return y.astype(dtype) if boolean else y
 
 
@@ -142,6 +147,32 @@ def column_pointer(a: Any) -> tuple[Any, Any]:
     """``a``'s column-major block order and its block-column pointer
     (int64 [nblocks], int64 [nbcols + 1]), computed once and kept with it."""
     return a._column_pointer()
+
+
+def column_blocks(a: Any) -> tuple[Any, Any, Any, Any]:
+    """``a``'s keys, bitmaps and value offsets in column-major order, and its
+    block-column pointer (uint64, uint64, int64 [nblocks]; int64 [nbcols + 1]),
+    computed once and kept with it.
+
+    The kernels of ``A.T @ x`` read them in that order: from copies, each
+    warp's 32 blocks are one contiguous read, where through the permutation
+    they were 32 scattered ones after a read of the permutation itself (ncu,
+    H100, surrogate: 60 -> 49 us, with the kernel changes of the same commit).
+    """
+    kept = a._cache.get("column_blocks")
+    if kept is None:
+        order, ptr = column_pointer(a)
+        kept = a._cache["column_blocks"] = (a.keys[order], a.bitmaps[order],
+                                            a.offsets[order], ptr)
+    return kept
+
+
+def kernel_blocks(a: Any, transpose: bool) -> tuple[Any, Any, Any, Any]:
+    """The block list the kernels walk, and its pointer: ``a``'s keys, bitmaps,
+    offsets and block-row pointer, or with ``transpose`` :func:`column_blocks`."""
+    if transpose:
+        return column_blocks(a)
+    return a.keys, a.bitmaps, a.offsets, row_pointer(a)
 
 
 def _scratch_bytes(nblocks: int, k: int, dtype: np.dtype) -> tuple[int, int]:
@@ -171,30 +202,23 @@ def _launch_kept(a: Any, transpose: bool, x: Any, nout: int, values: Any) -> Any
     key = ("spmv_scratch", transpose, x.dtype.char)
     kept = a._cache.get(key)
     if kept is None or kept[0] != stream:
-        kept = a._cache[key] = (stream, *_unit_launch(a.keys, a.bitmaps, a.offsets,
-                                                      *_pointers(a, transpose), nout, x.dtype,
-                                                      dense_blocks(a)))
+        kept = a._cache[key] = (stream, *_unit_launch(*kernel_blocks(a, transpose), transpose,
+                                                      nout, x.dtype, dense_blocks(a)))
     return _run_unit(kept[1:], values, x)
 
 
-def _pointers(a: Any, transpose: bool) -> tuple[Any, Any]:
-    """(order, ptr) of the kernels: A's blocks in column order and its
-    block-column pointer for ``a.T @ x``; None and the block-row pointer for
-    ``a @ x``."""
-    return column_pointer(a) if transpose else (None, row_pointer(a))
-
-
-def _unit_launch(keys, bitmaps, offsets, order, ptr, nout, dtype, dense):
+def _unit_launch(keys, bitmaps, offsets, ptr, cols, nout, dtype, dense):
     """A launch of a ``_unit`` kernel (a vector in and out) but for the
     values, x and y: (scratch, kernel, threads, shared memory, the arguments
     before the values, those between them and x, those after x with y
-    second), for :func:`_run_unit`."""
+    second), for :func:`_run_unit`. The blocks are in column-major order
+    with ``cols`` (:func:`kernel_blocks`)."""
     nblocks = keys.shape[0]
     scratch = _new_scratch(nblocks, 1, dtype)
     head_bytes = _scratch_bytes(nblocks, 1, dtype)[1]
-    middle = (*(() if order is None else (order,)), ptr, np.int64(nblocks))
+    middle = (ptr, np.int64(nblocks))
     tail = (np.int64(nout), np.uint64(scratch.ptr + head_bytes), np.uint64(scratch.ptr))
-    return (scratch, _kernel(order is not None, True, dense, dtype),
+    return (scratch, _kernel(cols, True, dense, dtype),
             max(-(-nblocks // WARP) * WARP, ptr.shape[0] - 1), _shared_mem(dense, dtype),
             (keys, bitmaps, offsets), middle, tail)
 
@@ -219,8 +243,8 @@ def _kernel(cols: bool, unit: bool, dense: bool, dtype: np.dtype) -> Any:
 
 
 def _shared_mem(dense: bool, dtype: np.dtype) -> int:
-    """Dynamic shared memory of a thread block: 8 values a thread (spmv.cu)."""
-    return 0 if dense else BLOCK * _THREADS * dtype.itemsize
+    """Dynamic shared memory of a thread block: 16 values a thread (spmv.cu)."""
+    return 0 if dense else 2 * BLOCK * _THREADS * dtype.itemsize
 
 
 def _new_scratch(nblocks: int, k: int, dtype: np.dtype) -> Any:
@@ -248,14 +272,15 @@ def _strides(x: Any) -> tuple[Any, int, int, int]:
     return cupy.ascontiguousarray(x), k, 1, k
 
 
-def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transposed,
+def _spmv_cuda(keys, bitmaps, offsets, values, cols, ptr, x, nout, out_transposed,
                dense=False):
     """Y (C-ordered; 1-D for a vector ``x``) on the GPU, with scratch made for
-    the call; ``dense``: by the kernels of spmv_dense.cu (the same sums)."""
+    the call, over the blocks of :func:`kernel_blocks` (column-major with
+    ``cols``); ``dense``: by the kernels of spmv_dense.cu (the same sums)."""
     import cupy
 
     if x.ndim == 1:
-        return _run_unit(_unit_launch(keys, bitmaps, offsets, order, ptr, nout, x.dtype,
+        return _run_unit(_unit_launch(keys, bitmaps, offsets, ptr, cols, nout, x.dtype,
                                       dense), values, x)
     base, x_rs, x_cs, k = _strides(x)
     if out_transposed:
@@ -269,12 +294,8 @@ def _spmv_cuda(keys, bitmaps, offsets, values, order, ptr, x, nout, out_transpos
     scratch = _new_scratch(nblocks, k, x.dtype)
     # a vector in and out: the kernel whose index arithmetic is constant
     unit = k == 1 and x_rs == 1 and y_rs == 1
-    kernel = _kernel(order is not None, unit, dense, x.dtype)
-    values = _kernels.or_null(values)
-    if order is None:
-        args = (keys, bitmaps, offsets, values, ptr)
-    else:
-        args = (keys, bitmaps, offsets, values, order, ptr)
+    kernel = _kernel(cols, unit, dense, x.dtype)
+    args = (keys, bitmaps, offsets, _kernels.or_null(values), ptr)
     i64 = np.int64
     carry, count = np.uint64(scratch.ptr + head), np.uint64(scratch.ptr)
     if unit:

@@ -141,6 +141,18 @@ def test_pointers_are_kept_with_the_matrix(xp):
     assert column_pointer(a)[0] is a._column_order()
 
 
+def test_column_blocks_are_the_blocks_in_column_order(xp):
+    a = ours(named("wide", "float64"), xp)
+    keys, bitmaps, offsets, ptr = spmv_module.column_blocks(a)
+    assert spmv_module.column_blocks(a)[0] is keys  # kept with the matrix
+    order = host(column_pointer(a)[0])
+    np.testing.assert_array_equal(host(keys), host(a.keys)[order])
+    np.testing.assert_array_equal(host(bitmaps), host(a.bitmaps)[order])
+    np.testing.assert_array_equal(host(offsets), host(a.offsets)[order])
+    assert ptr is column_pointer(a)[1]
+    assert spmv_module.kernel_blocks(a, False)[0] is a.keys
+
+
 def test_pointers_match_the_keys(xp):
     a = ours(named("wide", "float64"), xp)
     keys = host(a.keys)
@@ -291,6 +303,14 @@ def stage_args(a, transposed, x2):
             a.shape[1] if transposed else a.shape[0])
 
 
+def cuda_stage_args(a, transposed, x):
+    """The arguments of ``_spmv_cuda``: the kernels walk the blocks of
+    ``kernel_blocks`` (column-major copies for ``transposed``)."""
+    keys, bitmaps, offsets, ptr = spmv_module.kernel_blocks(a, transposed)
+    return (keys, bitmaps, offsets, a.values, transposed, ptr, x,
+            a.shape[1] if transposed else a.shape[0])
+
+
 def test_warp_cases_have_their_structure():
     a = BitmapMatrix(warp_matrix("hub", "float64"))
     np.testing.assert_array_equal(np.diff(row_pointer(a)), WARP_CASES["hub"])
@@ -358,8 +378,8 @@ def test_stage_cuda_equals_numpy(case, dtype, transposed, k, out_transposed, den
     want = spmv_module._spmv_numpy(*stage_args(a, transposed, x))
     if k == 0:
         x, want = x[:, 0], want[:, 0]
-    got = spmv_module._spmv_cuda(*stage_args(d, transposed, cupy.asarray(x)), out_transposed,
-                                 dense=dense)
+    got = spmv_module._spmv_cuda(*cuda_stage_args(d, transposed, cupy.asarray(x)),
+                                 out_transposed, dense=dense)
     # the same summation order: equal bit for bit
     assert got.ndim == x.ndim
     np.testing.assert_array_equal(got.get().T if out_transposed else got.get(), want)

@@ -220,7 +220,9 @@ def random_operand(shape, dtype, seed):
 
 def kernel_model(keys, bitmaps, offsets, values, order, ptr, x2, nout):
     """The kernels of spmv.cu transcribed thread by thread (slow), with every
-    write recorded: the twin must equal it bit for bit."""
+    write recorded: the twin must equal it bit for bit. Position p reads
+    block ``order[p]`` of A, which the kernels read as block p of copies in
+    that order (``spmv.column_blocks``): the same block."""
     nblocks, k = keys.shape[0], x2.shape[1]
     zero = x2.dtype.type(0)
     y = np.zeros((nout, k), dtype=x2.dtype)

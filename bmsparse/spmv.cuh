@@ -54,9 +54,8 @@ __device__ __forceinline__ bm_complex<R> load_cg(const bm_complex<R>* p) {
     return bm_complex<R>(__ldcg(&p->re), __ldcg(&p->im));
 }
 
-// Y's rows row0 .. row0 + 7 (those below nout) of one column, yj[i * y_rs].
-// The bits of x, a value of 4, 8 or 16 bytes, as W (a copy the compiler
-// keeps in registers).
+// The bits of x as W, a type of its size (a copy the compiler keeps in
+// registers).
 template <typename W, typename T>
 __device__ __forceinline__ W bits_of(const T& x) {
     static_assert(sizeof(W) == sizeof(T), "bits_of: sizes differ");
@@ -66,9 +65,9 @@ __device__ __forceinline__ W bits_of(const T& x) {
 }
 
 // Y's rows row0 .. row0 + 7 (those below nout) of one column, yj[i * y_rs].
-// Eight contiguous outputs whose start is 16-byte aligned go out in 16-byte
-// stores (2 to 8 of them against 8 stores of 4 to 16 bytes): the L2 sees
-// fewer, fuller requests.
+// Eight contiguous outputs of 4 or 8 bytes whose start is 16-byte aligned go
+// out in 16-byte stores (2 or 4 of them against 8): the L2 sees fewer,
+// fuller requests.
 template <typename T>
 __device__ __forceinline__ void store_outputs(const T (&s)[8], long long row0, long long nout,
                                               T* __restrict__ yj, long long y_rs)

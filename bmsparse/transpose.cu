@@ -167,6 +167,14 @@ struct Columns {
     long long* t_offsets;
 };
 
+// ceil(n / d) in 32 bits: the counts it divides (a bucket's blocks, the
+// buckets, the listed buckets) are below 2^32, and a 64-bit division is a
+// call whose saved registers spilled
+__device__ __forceinline__ long long ceil_div32(long long n, unsigned int d)
+{
+    return (unsigned int)n / d + ((unsigned int)n % d != 0u);
+}
+
 // output block q is A's block s (its block row and bitmap loaded when there
 // are blocks to write), in block column c, its values from t_offset
 __device__ __forceinline__ void write_loaded(const Columns& k, long long c, long long q,
@@ -399,11 +407,7 @@ __device__ void write_sorted(const Columns& k, long long c, long long g, long lo
                              const V* a, long long n, u64* warp_sums)
 {
     const int rank = group_rank<WHOLE_BLOCK>(), size = group_size<WHOLE_BLOCK>();
-    // (32-bit divisions here and below: a bucket, the listed buckets and
-    // the buckets all number below 2^32, and a 64-bit division is a call
-    // whose saved registers spilled)
-    const long long run = (unsigned int)n / (unsigned int)size
-        + ((unsigned int)n % (unsigned int)size != 0u);
+    const long long run = ceil_div32(n, (unsigned int)size);
     const long long i0 = rank * run < n ? rank * run : n;
     const long long i1 = i0 + run < n ? i0 + run : n;
     u64 sum = 0, total;
@@ -618,8 +622,7 @@ __device__ __forceinline__ void list_bucket(const Columns& k, long long nblocks,
 __device__ void scan_buckets(const Columns& k, long long nblocks, long long nbuckets, u64* bar,
                              u64* block_sums, u64* warp_sums)
 {
-    const long long run = (unsigned int)nbuckets / gridDim.x
-        + ((unsigned int)nbuckets % gridDim.x != 0u);
+    const long long run = ceil_div32(nbuckets, gridDim.x);
     const long long lo = blockIdx.x * run;
     const long long hi = lo + run < nbuckets ? lo + run : nbuckets;
     u64 sum = 0, total;

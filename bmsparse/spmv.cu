@@ -61,6 +61,8 @@
 // The _unit kernels are the same for a vector in and out (k == 1, x_rs ==
 // y_rs == 1), without the strides and k among their arguments: their index
 // arithmetic folds to constants, which takes a quarter of the instructions off.
+// They take (bm_spmv_blocks b, values, x, y): b holds keys, bitmaps, offsets,
+// ptr, nblocks, nout, carry and count (spmv.cuh).
 // Work: O(k * (nnz + nblocks + nout)), with O(log 32) shuffles per block and
 // O(nblocks / 1024) sequential additions per lane for a group spanning warps.
 // Deterministic (the atomics only count arrivals): each output is summed in a
@@ -73,11 +75,7 @@
 // Layout: see _cuda/bitmap.cuh.
 #include "spmv.cuh"
 
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows, false, false, false,
-                     BMSPARSE_SPMV_TAIL, BMSPARSE_SPMV_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows_unit, false, true, false,
-                     BMSPARSE_SPMV_UNIT_TAIL, BMSPARSE_SPMV_UNIT_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols, true, false, false,
-                     BMSPARSE_SPMV_TAIL, BMSPARSE_SPMV_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols_unit, true, true, false,
-                     BMSPARSE_SPMV_UNIT_TAIL, BMSPARSE_SPMV_UNIT_ARGS)
+BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows, false, false)
+BMSPARSE_SPMV_UNIT_KERNEL(bmsparse_spmv_rows_unit, false, false)
+BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols, true, false)
+BMSPARSE_SPMV_UNIT_KERNEL(bmsparse_spmv_cols_unit, true, false)

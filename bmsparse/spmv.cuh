@@ -160,8 +160,8 @@ __device__ __forceinline__ void combine_and_store(
     bool last = false;
     long long start = 0, end = 0;
     if (group >= 0 && (lane == 31 || next != group)) {
-        start = ptr[group];
-        end = ptr[group + 1];
+        start = __ldg(ptr + group);
+        end = __ldg(ptr + group + 1);
         const long long w0 = start >> 5, w1 = (end - 1) >> 5;
         if (w0 == w1) {
             store_outputs(acc, group << 3, nout, y + j * y_cs, y_rs);
@@ -205,7 +205,7 @@ __device__ __forceinline__ void zero_empty_group(
     if (tid >= ngroups * k) return;
     const long long j = k == 1 ? 0 : tid / ngroups;  // a 64-bit division is long
     const long long g = tid - j * ngroups;
-    if (ptr[g] != ptr[g + 1]) return;
+    if (__ldg(ptr + g) != __ldg(ptr + g + 1)) return;
     const T zeros[8] = {};
     store_outputs(zeros, g << 3, nout, y + j * y_cs, y_rs);
 }
@@ -356,9 +356,11 @@ __device__ __forceinline__ void spmv(
     for (int r = 0; r < 8; ++r) acc[r] = T(0);
     long long group = -1;
     if (p < nblocks) {
-        const u64 key = keys[p];
-        const u64 bitmap = bitmaps[p];
-        const long long v = offsets[p];
+        // __ldg here and for ptr: the _unit kernels' pointers come in a struct,
+        // whose members carry no __restrict__ to put them on the read-only path
+        const u64 key = __ldg(keys + p);
+        const u64 bitmap = __ldg(bitmaps + p);
+        const long long v = __ldg(offsets + p);
         const T* vb = values ? values + v : nullptr;
         const T* xj = x + j * x_cs;
         const long long in0 = (long long)(Cols ? block_row(key) : block_col(key)) << 3;
@@ -374,29 +376,44 @@ __device__ __forceinline__ void spmv(
     combine_and_store(acc, group, ptr, w, j, k, nout, y, y_rs, y_cs, carry, count);
 }
 
-#define BMSPARSE_SPMV_PARAMS \
-    const u64* __restrict__ keys, const u64* __restrict__ bitmaps, \
-    const long long* __restrict__ offsets, const T* __restrict__ values
-#define BMSPARSE_SPMV_TAIL \
-    const long long* __restrict__ ptr, long long nblocks, \
-    const T* __restrict__ x, long long x_rs, long long x_cs, long long k, \
-    long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry, \
-    unsigned int* __restrict__ count
-#define BMSPARSE_SPMV_ARGS \
-    ptr, nblocks, x, x_rs, x_cs, k, nout, y, y_rs, y_cs, carry, count
-// the _unit kernels take no strides and no k: each launch argument costs
-// CuPy about 0.4 us of host time
-#define BMSPARSE_SPMV_UNIT_TAIL \
-    const long long* __restrict__ ptr, long long nblocks, const T* __restrict__ x, \
-    long long nout, T* __restrict__ y, T* __restrict__ carry, unsigned int* __restrict__ count
-#define BMSPARSE_SPMV_UNIT_ARGS \
-    ptr, nblocks, x, 1, 0, 1, nout, y, 1, 0, carry, count
-
-// A kernel of the family bmsparse_spmv_{rows,cols}[_unit][_dense].
-#define BMSPARSE_SPMV_KERNEL(NAME, COLS, UNIT, DENSE, TAIL, ARGS) \
+// A kernel of the family bmsparse_spmv_{rows,cols}[_dense].
+#define BMSPARSE_SPMV_KERNEL(NAME, COLS, DENSE) \
     template <typename T> \
     __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS, BMSPARSE_SPMV_MIN_BLOCKS) NAME( \
-        BMSPARSE_SPMV_PARAMS, TAIL) \
+        const u64* __restrict__ keys, const u64* __restrict__ bitmaps, \
+        const long long* __restrict__ offsets, const T* __restrict__ values, \
+        const long long* __restrict__ ptr, long long nblocks, const T* __restrict__ x, \
+        long long x_rs, long long x_cs, long long k, long long nout, T* __restrict__ y, \
+        long long y_rs, long long y_cs, T* __restrict__ carry, unsigned int* __restrict__ count) \
     { \
-        spmv<T, COLS, UNIT, DENSE>(keys, bitmaps, offsets, values, ARGS); \
+        spmv<T, COLS, false, DENSE>(keys, bitmaps, offsets, values, ptr, nblocks, x, x_rs, \
+                                    x_cs, k, nout, y, y_rs, y_cs, carry, count); \
+    }
+
+// The arguments of a _unit kernel that stay with the matrix: all but the
+// values, x and y, in one struct passed by value: CuPy's host time grows
+// with the number of launch arguments (spmv.py's _UNIT_BLOCKS, the same
+// layout of eight 8-byte fields, says by how much), and spmv.py builds the
+// struct once per matrix and dtype.
+struct bm_spmv_blocks {
+    const u64* keys;
+    const u64* bitmaps;
+    const long long* offsets;
+    const long long* ptr;
+    long long nblocks;
+    long long nout;
+    void* carry;
+    unsigned int* count;
+};
+
+// A kernel of the family bmsparse_spmv_{rows,cols}_unit[_dense]: a vector in
+// and out (k == 1, x_rs == y_rs == 1).
+#define BMSPARSE_SPMV_UNIT_KERNEL(NAME, COLS, DENSE) \
+    template <typename T> \
+    __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS, BMSPARSE_SPMV_MIN_BLOCKS) NAME( \
+        const bm_spmv_blocks b, const T* __restrict__ values, const T* __restrict__ x, \
+        T* __restrict__ y) \
+    { \
+        spmv<T, COLS, true, DENSE>(b.keys, b.bitmaps, b.offsets, values, b.ptr, b.nblocks, x, \
+                                   1, 0, 1, b.nout, y, 1, 0, static_cast<T*>(b.carry), b.count); \
     }

@@ -13,7 +13,7 @@ they are, so no transposed copy is made. See ``spmv.cu``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -202,36 +202,57 @@ def _launch_kept(a: Any, transpose: bool, x: Any, nout: int, values: Any) -> Any
     key = ("spmv_scratch", transpose, x.dtype.char)
     kept = a._cache.get(key)
     if kept is None or kept[0] != stream:
-        kept = a._cache[key] = (stream, *_unit_launch(*kernel_blocks(a, transpose), transpose,
-                                                      nout, x.dtype, dense_blocks(a)))
-    return _run_unit(kept[1:], values, x)
+        kept = a._cache[key] = (stream, _unit_launch(*kernel_blocks(a, transpose), transpose,
+                                                     nout, x.dtype, dense_blocks(a)))
+    return _run_unit(kept[1], values, x)
 
 
-def _unit_launch(keys, bitmaps, offsets, ptr, cols, nout, dtype, dense):
-    """A launch of a ``_unit`` kernel (a vector in and out) but for the
-    values, x and y: (scratch, kernel, threads, shared memory, the arguments
-    before the values, those between them and x, those after x with y
-    second), for :func:`_run_unit`. The blocks are in column-major order
-    with ``cols`` (:func:`kernel_blocks`)."""
+#: the struct bm_spmv_blocks of spmv.cuh: a _unit kernel's arguments but the
+#: values, x and y, passed by value as one argument. CuPy's host time grows
+#: with the number of arguments: y's allocation and the launch took 22.9 us
+#: with 11 arguments, 15.3 with the struct and 3 arrays (H100 host, the two
+#: alternating in one process; 14.8 against 10.5 in another)
+_UNIT_BLOCKS = np.dtype([("keys", np.uint64), ("bitmaps", np.uint64), ("offsets", np.uint64),
+                         ("ptr", np.uint64), ("nblocks", np.int64), ("nout", np.int64),
+                         ("carry", np.uint64), ("count", np.uint64)])
+
+
+class _UnitLaunch(NamedTuple):
+    """A launch of a ``_unit`` kernel but for the values, x and y."""
+
+    kernel: Any
+    threads: int
+    shared_mem: int
+    blocks: np.void  # _UNIT_BLOCKS: the other arguments, by value
+    nout: int
+    scratch: Any  # cupy.cuda.MemoryPointer: the counters, then the carry
+    arrays: tuple[Any, ...]  # keys, bitmaps, offsets, ptr: ``blocks`` points into them
+
+
+def _unit_launch(keys, bitmaps, offsets, ptr, cols, nout, dtype, dense) -> _UnitLaunch:
+    """A launch of a ``_unit`` kernel (a vector in and out) for
+    :func:`_run_unit`, with scratch of its own. The blocks are in column-major
+    order with ``cols`` (:func:`kernel_blocks`)."""
     nblocks = keys.shape[0]
     scratch = _new_scratch(nblocks, 1, dtype)
     head_bytes = _scratch_bytes(nblocks, 1, dtype)[1]
-    middle = (ptr, np.int64(nblocks))
-    tail = (np.int64(nout), np.uint64(scratch.ptr + head_bytes), np.uint64(scratch.ptr))
-    return (scratch, _kernel(cols, True, dense, dtype),
-            max(-(-nblocks // WARP) * WARP, ptr.shape[0] - 1), _shared_mem(dense, dtype),
-            (keys, bitmaps, offsets), middle, tail)
+    blocks = np.array([(keys.data.ptr, bitmaps.data.ptr, offsets.data.ptr, ptr.data.ptr, nblocks,
+                        nout, scratch.ptr + head_bytes, scratch.ptr)], dtype=_UNIT_BLOCKS)[0]
+    return _UnitLaunch(_kernel(cols, True, dense, dtype),
+                       max(-(-nblocks // WARP) * WARP, ptr.shape[0] - 1),
+                       _shared_mem(dense, dtype), blocks, nout, scratch,
+                       (keys, bitmaps, offsets, ptr))
 
 
-def _run_unit(launch: tuple[Any, ...], values: Any, x: Any) -> Any:
-    """y = the product of :func:`_unit_launch`'s ``launch`` with ``values``
-    (None: every value is 1) and the vector ``x``."""
-    _, kernel, n, shared_mem, head, middle, tail = launch
+def _run_unit(launch: _UnitLaunch, values: Any, x: Any) -> Any:
+    """y = the product of ``launch`` with ``values`` (None: every value is 1)
+    and the vector ``x``."""
     base = x if x._c_contiguous else x.copy()  # CuPy's attribute: no object
-    y = _kernels.device_empty(int(tail[0]), x.dtype)
+    y = _kernels.device_empty(launch.nout, x.dtype)
     # every array is the matrix's own, contiguous base or new: no cast step
-    _kernels.launch(kernel, n, (*head, _kernels.or_null(values), *middle, base, tail[0], y,
-                                *tail[1:]), block=_THREADS, shared_mem=shared_mem, cast=False)
+    _kernels.launch(launch.kernel, launch.threads,
+                    (launch.blocks, _kernels.or_null(values), base, y), block=_THREADS,
+                    shared_mem=launch.shared_mem, cast=False)
     return y
 
 
@@ -279,9 +300,11 @@ def _spmv_cuda(keys, bitmaps, offsets, values, cols, ptr, x, nout, out_transpose
     ``cols``); ``dense``: by the kernels of spmv_dense.cu (the same sums)."""
     import cupy
 
-    if x.ndim == 1:
-        return _run_unit(_unit_launch(keys, bitmaps, offsets, ptr, cols, nout, x.dtype,
-                                      dense), values, x)
+    if x.ndim == 1 or x.shape[1] == 1:
+        # a vector in and out: the kernel whose index arithmetic is constant
+        y = _run_unit(_unit_launch(keys, bitmaps, offsets, ptr, cols, nout, x.dtype, dense),
+                      values, x.reshape(-1))
+        return y if x.ndim == 1 else y.reshape((1, nout) if out_transposed else (nout, 1))
     base, x_rs, x_cs, k = _strides(x)
     if out_transposed:
         y = cupy.empty((k, nout), dtype=x.dtype)
@@ -292,19 +315,13 @@ def _spmv_cuda(keys, bitmaps, offsets, values, cols, ptr, x, nout, out_transpose
     nblocks = keys.shape[0]
     head = _scratch_bytes(nblocks, k, x.dtype)[1]
     scratch = _new_scratch(nblocks, k, x.dtype)
-    # a vector in and out: the kernel whose index arithmetic is constant
-    unit = k == 1 and x_rs == 1 and y_rs == 1
-    kernel = _kernel(cols, unit, dense, x.dtype)
-    args = (keys, bitmaps, offsets, _kernels.or_null(values), ptr)
     i64 = np.int64
-    carry, count = np.uint64(scratch.ptr + head), np.uint64(scratch.ptr)
-    if unit:
-        args = (*args, i64(nblocks), base, i64(nout), y, carry, count)
-    else:
-        args = (*args, i64(nblocks), base, i64(x_rs), i64(x_cs), i64(k), i64(nout), y,
-                i64(y_rs), i64(y_cs), carry, count)
+    args = (keys, bitmaps, offsets, _kernels.or_null(values), ptr, i64(nblocks), base, i64(x_rs),
+            i64(x_cs), i64(k), i64(nout), y, i64(y_rs), i64(y_cs),
+            np.uint64(scratch.ptr + head), np.uint64(scratch.ptr))
     # every array is the matrix's own, contiguous base or new: no cast step
-    _kernels.launch(kernel, max(-(-nblocks // WARP) * WARP, ptr.shape[0] - 1) * k, args,
+    _kernels.launch(_kernel(cols, False, dense, x.dtype),
+                    max(-(-nblocks // WARP) * WARP, ptr.shape[0] - 1) * k, args,
                     block=_THREADS, shared_mem=_shared_mem(dense, x.dtype), cast=False)
     return y
 

@@ -7,11 +7,7 @@
 // without _dense, with no dynamic shared memory.
 #include "spmv.cuh"
 
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows_dense, false, false, true,
-                     BMSPARSE_SPMV_TAIL, BMSPARSE_SPMV_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows_unit_dense, false, true, true,
-                     BMSPARSE_SPMV_UNIT_TAIL, BMSPARSE_SPMV_UNIT_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols_dense, true, false, true,
-                     BMSPARSE_SPMV_TAIL, BMSPARSE_SPMV_ARGS)
-BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols_unit_dense, true, true, true,
-                     BMSPARSE_SPMV_UNIT_TAIL, BMSPARSE_SPMV_UNIT_ARGS)
+BMSPARSE_SPMV_KERNEL(bmsparse_spmv_rows_dense, false, true)
+BMSPARSE_SPMV_UNIT_KERNEL(bmsparse_spmv_rows_unit_dense, false, true)
+BMSPARSE_SPMV_KERNEL(bmsparse_spmv_cols_dense, true, true)
+BMSPARSE_SPMV_UNIT_KERNEL(bmsparse_spmv_cols_unit_dense, true, true)

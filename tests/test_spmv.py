@@ -391,8 +391,9 @@ def kept_counters(a, transposed, dtype):
     """The counters of ``a``'s kept scratch for vectors of ``dtype`` (host copy)."""
     import cupy
 
-    stream, scratch = a._cache[("spmv_scratch", transposed, np.dtype(dtype).char)][:2]
+    stream, launch = a._cache[("spmv_scratch", transposed, np.dtype(dtype).char)]
     assert stream == cupy.cuda.get_current_stream().ptr
+    scratch = launch.scratch
     nwarps = -(-a.keys.shape[0] // spmv_module.WARP)
     return cupy.ndarray((nwarps,), dtype=cupy.uint32, memptr=scratch).get()
 

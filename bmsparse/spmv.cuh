@@ -102,10 +102,11 @@ __device__ __forceinline__ void store_outputs(const T (&s)[8], long long row0, l
 }
 
 // The pieces of a group spanning warps, summed by the whole warp into lane
-// 0's s: piece 0 is the first warp's slot (0 if the group starts at its lane
-// 0, else 1), piece i > 0 slot 0 of warp w0 + i. Lane l sums pieces l,
-// l + 32, ... in order, then the lanes' sums are added by halving (lane l
-// takes lane l + d's, d = 16, 8, 4, 2, 1).
+// 0's s; start and end are the group's places in the layout (32 w + lane
+// for warp w: see combine_and_store). Piece 0 is the first warp's slot (0
+// if the group starts at its lane 0, else 1), piece i > 0 slot 0 of warp
+// w0 + i. Lane l sums pieces l, l + 32, ... in order, then the lanes' sums
+// are added by halving (lane l takes lane l + d's, d = 16, 8, 4, 2, 1).
 template <typename T>
 __device__ __forceinline__ void sum_pieces(T (&s)[8], long long start, long long end,
                                            long long j, long long k, const T* __restrict__ carry)
@@ -131,10 +132,12 @@ __device__ __forceinline__ void sum_pieces(T (&s)[8], long long start, long long
 }
 
 // Steps 2 and 3 for one warp, every lane present: `group` is the lane's block
-// row (column), or -1 past the end of the block list.
+// row (column), or -1 past the warp's blocks; p the lane's position in the
+// block list. A group's blocks are contiguous in the layout too, so its
+// first block's place there is the lane's, 32 w + lane, less p - ptr[group].
 template <typename T>
 __device__ __forceinline__ void combine_and_store(
-    T (&acc)[8], long long group, const long long* __restrict__ ptr,
+    T (&acc)[8], long long group, long long p, const long long* __restrict__ ptr,
     long long w, long long j, long long k, long long nout,
     T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry,
     unsigned int* __restrict__ count)
@@ -158,10 +161,11 @@ __device__ __forceinline__ void combine_and_store(
     }
     // the segment's last lane writes its group's outputs, or its piece
     bool last = false;
-    long long start = 0, end = 0;
+    long long start = 0, end = 0;  // the group's places in the layout
     if (group >= 0 && (lane == 31 || next != group)) {
-        start = __ldg(ptr + group);
-        end = __ldg(ptr + group + 1);
+        const long long listed = __ldg(ptr + group);
+        start = (w << 5) + lane - (p - listed);
+        end = start + (__ldg(ptr + group + 1) - listed);
         const long long w0 = start >> 5, w1 = (end - 1) >> 5;
         if (w0 == w1) {
             store_outputs(acc, group << 3, nout, y + j * y_cs, y_rs);
@@ -333,7 +337,7 @@ template <typename T, bool Cols, bool Unit, bool Dense>
 __device__ __forceinline__ void spmv(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
-    const long long* __restrict__ ptr, long long nblocks,
+    const long long* __restrict__ ptr, const long long* __restrict__ warps, long long nwarps,
     const T* __restrict__ x, long long x_rs, long long x_cs, long long k,
     long long nout, T* __restrict__ y, long long y_rs, long long y_cs, T* __restrict__ carry,
     unsigned int* __restrict__ count)
@@ -346,18 +350,17 @@ __device__ __forceinline__ void spmv(
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     zero_empty_group(tid, ptr, k, nout, y, y_rs, y_cs);
     const long long warp = tid >> 5;
-    const long long nwarps = (nblocks + 31) >> 5;
     if (warp >= nwarps * k) return;  // whole warps leave together
     const long long w = k == 1 ? warp : warp / k;
     const long long j = warp - w * k;
-    const long long p = (w << 5) | (threadIdx.x & 31u);
+    // __ldg here and below: the _unit kernels' pointers come in a struct,
+    // whose members carry no __restrict__ to put them on the read-only path
+    const long long p = __ldg(warps + w) + (threadIdx.x & 31u);
     T acc[8];
 #pragma unroll
     for (int r = 0; r < 8; ++r) acc[r] = T(0);
     long long group = -1;
-    if (p < nblocks) {
-        // __ldg here and for ptr: the _unit kernels' pointers come in a struct,
-        // whose members carry no __restrict__ to put them on the read-only path
+    if (p < __ldg(warps + w + 1)) {
         const u64 key = __ldg(keys + p);
         const u64 bitmap = __ldg(bitmaps + p);
         const long long v = __ldg(offsets + p);
@@ -373,7 +376,7 @@ __device__ __forceinline__ void spmv(
                                     reinterpret_cast<T*>(spmv_shared) + threadIdx.x);
         }
     }
-    combine_and_store(acc, group, ptr, w, j, k, nout, y, y_rs, y_cs, carry, count);
+    combine_and_store(acc, group, p, ptr, w, j, k, nout, y, y_rs, y_cs, carry, count);
 }
 
 // A kernel of the family bmsparse_spmv_{rows,cols}[_dense].
@@ -382,25 +385,27 @@ __device__ __forceinline__ void spmv(
     __global__ void __launch_bounds__(BMSPARSE_SPMV_THREADS, BMSPARSE_SPMV_MIN_BLOCKS) NAME( \
         const u64* __restrict__ keys, const u64* __restrict__ bitmaps, \
         const long long* __restrict__ offsets, const T* __restrict__ values, \
-        const long long* __restrict__ ptr, long long nblocks, const T* __restrict__ x, \
-        long long x_rs, long long x_cs, long long k, long long nout, T* __restrict__ y, \
-        long long y_rs, long long y_cs, T* __restrict__ carry, unsigned int* __restrict__ count) \
+        const long long* __restrict__ ptr, const long long* __restrict__ warps, \
+        long long nwarps, const T* __restrict__ x, long long x_rs, long long x_cs, long long k, \
+        long long nout, T* __restrict__ y, long long y_rs, long long y_cs, \
+        T* __restrict__ carry, unsigned int* __restrict__ count) \
     { \
-        spmv<T, COLS, false, DENSE>(keys, bitmaps, offsets, values, ptr, nblocks, x, x_rs, \
+        spmv<T, COLS, false, DENSE>(keys, bitmaps, offsets, values, ptr, warps, nwarps, x, x_rs, \
                                     x_cs, k, nout, y, y_rs, y_cs, carry, count); \
     }
 
 // The arguments of a _unit kernel that stay with the matrix: all but the
 // values, x and y, in one struct passed by value: CuPy's host time grows
 // with the number of launch arguments (spmv.py's _UNIT_BLOCKS, the same
-// layout of eight 8-byte fields, says by how much), and spmv.py builds the
+// layout of nine 8-byte fields, says by how much), and spmv.py builds the
 // struct once per matrix and dtype.
 struct bm_spmv_blocks {
     const u64* keys;
     const u64* bitmaps;
     const long long* offsets;
     const long long* ptr;
-    long long nblocks;
+    const long long* warps;
+    long long nwarps;
     long long nout;
     void* carry;
     unsigned int* count;
@@ -414,6 +419,7 @@ struct bm_spmv_blocks {
         const bm_spmv_blocks b, const T* __restrict__ values, const T* __restrict__ x, \
         T* __restrict__ y) \
     { \
-        spmv<T, COLS, true, DENSE>(b.keys, b.bitmaps, b.offsets, values, b.ptr, b.nblocks, x, \
-                                   1, 0, 1, b.nout, y, 1, 0, static_cast<T*>(b.carry), b.count); \
+        spmv<T, COLS, true, DENSE>(b.keys, b.bitmaps, b.offsets, values, b.ptr, b.warps, \
+                                   b.nwarps, x, 1, 0, 1, b.nout, y, 1, 0, \
+                                   static_cast<T*>(b.carry), b.count); \
     }

@@ -176,6 +176,10 @@ WARP_CASES = {
     "mid-warp-64": [16, 64, 16],
     "one-block": [1],
     "empty-rows": [0, 2, 0, 0, 5, 0, 0],
+    # rows 1, 5 and 6 do not fit in what their warp has left: each starts a
+    # warp (lanes 30-31 of warp 0, 18-31 of warp 2 and 31 of warp 3 idle);
+    # row 3 (40 blocks) goes on from lane 8 of warp 1 to lane 15 of warp 2
+    "moved": [30, 5, 3, 40, 2, 31, 30],
 }
 
 
@@ -218,24 +222,32 @@ def random_operand(shape, dtype, seed):
     return rng.standard_normal(shape).astype(dtype)
 
 
-def kernel_model(keys, bitmaps, offsets, values, order, ptr, x2, nout):
+def kernel_model(keys, bitmaps, offsets, values, order, ptr, warps, x2, nout):
     """The kernels of spmv.cu transcribed thread by thread (slow), with every
-    write recorded: the twin must equal it bit for bit. Position p reads
-    block ``order[p]`` of A, which the kernels read as block p of copies in
-    that order (``spmv.column_blocks``): the same block."""
-    nblocks, k = keys.shape[0], x2.shape[1]
+    write recorded: the twin must equal it bit for bit. Warp w holds
+    positions warps[w].. of the list, from lane 0. Position p reads block
+    ``order[p]`` of A, which the kernels read as block p of copies in that
+    order (``spmv.column_blocks``): the same block."""
+    k = x2.shape[1]
+
+    def place(position):  # the position's place in the layout: 32 w + lane
+        w = int(np.searchsorted(warps, position, side="right")) - 1
+        return 32 * w + position - int(warps[w])
+
     zero = x2.dtype.type(0)
     y = np.zeros((nout, k), dtype=x2.dtype)
     writes = np.zeros((nout, k), dtype=np.int64)
     carry = {}
     for j in range(k):
-        for w in range(-(-nblocks // 32)):
+        for w in range(warps.shape[0] - 1):
             acc = [[zero] * 8 for _ in range(32)]
             group = [-1] * 32
+            position = [-1] * 32
             for lane in range(32):
-                p = 32 * w + lane
-                if p >= nblocks:
+                p = int(warps[w]) + lane
+                if p >= warps[w + 1]:
                     continue
+                position[lane] = p
                 q = p if order is None else int(order[p])
                 br, bc = int(keys[q]) >> 32, int(keys[q]) & 0xFFFFFFFF
                 group[lane] = br if order is None else bc
@@ -264,24 +276,30 @@ def kernel_model(keys, bitmaps, offsets, values, order, ptr, x2, nout):
                 g = group[lane]
                 if g < 0 or (lane < 31 and group[lane + 1] == g):
                     continue
-                start, end = int(ptr[g]), int(ptr[g + 1])
+                start = place(int(ptr[g]))
+                end = start + int(ptr[g + 1]) - int(ptr[g])
+                assert 32 * w + lane - start == position[lane] - int(ptr[g])  # contiguous
                 if start >> 5 == (end - 1) >> 5:
                     for r in range(8):
                         if 8 * g + r < nout:
                             y[8 * g + r, j] = acc[lane][r]
                             writes[8 * g + r, j] += 1
                 else:
+                    assert end - start > 32  # a group of at most 32 blocks never spans
                     slot = 0 if first[lane] == 0 else 1
                     assert (w, j, slot) not in carry
                     carry[w, j, slot] = acc[lane]
     for j in range(k):  # step 3's last piece to arrive, and step 4
         for i in range(nout):
             g, r = i >> 3, i & 7
-            start, end = int(ptr[g]), int(ptr[g + 1])
-            w0, w1 = start >> 5, (end - 1) >> 5
-            if start == end:
+            if ptr[g] == ptr[g + 1]:
                 y[i, j] = zero
-            elif w0 != w1:  # the last warp: lane l adds pieces l, l + 32, ...
+                writes[i, j] += 1
+                continue
+            start = place(int(ptr[g]))
+            end = start + int(ptr[g + 1]) - int(ptr[g])
+            w0, w1 = start >> 5, (end - 1) >> 5
+            if w0 != w1:  # the last warp: lane l adds pieces l, l + 32, ...
                 pieces = [carry[w, j, 1 if w == w0 and start & 31 else 0][r]
                           for w in range(w0, w1 + 1)]
                 lanes = [zero] * 32
@@ -301,8 +319,8 @@ def kernel_model(keys, bitmaps, offsets, values, order, ptr, x2, nout):
 
 def stage_args(a, transposed, x2):
     order, ptr = column_pointer(a) if transposed else (None, row_pointer(a))
-    return (a.keys, a.bitmaps, a.offsets, a.values, order, ptr, x2,
-            a.shape[1] if transposed else a.shape[0])
+    return (a.keys, a.bitmaps, a.offsets, a.values, order, ptr, spmv_module._layout_numpy(ptr),
+            x2, a.shape[1] if transposed else a.shape[0])
 
 
 def cuda_stage_args(a, transposed, x):
@@ -311,6 +329,62 @@ def cuda_stage_args(a, transposed, x):
     keys, bitmaps, offsets, ptr = spmv_module.kernel_blocks(a, transposed)
     return (keys, bitmaps, offsets, a.values, transposed, ptr, x,
             a.shape[1] if transposed else a.shape[0])
+
+
+def random_pointer(seed, ngroups=700):
+    """A group pointer (int64) whose groups are empty, short, exactly 32 or
+    long, over several of the layout kernels' chunks."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.choice([0, 0, 1, 2, 3, 5, 8, 17, 31, 32, 33, 64, 65, 200], size=ngroups)
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_layout_keeps_short_groups_in_a_warp(seed):
+    ptr = random_pointer(seed)
+    warps = spmv_module._layout_numpy(ptr)
+    assert warps[0] == 0 and warps[-1] == ptr[-1]
+    assert np.all(np.diff(warps) >= 1) and np.all(np.diff(warps) <= 32)
+    lanes = 32  # lanes used in the current warp: full before the first group
+    for start, end in zip(ptr[:-1].tolist(), ptr[1:].tolist()):
+        w = int(np.searchsorted(warps, start, side="right")) - 1
+        if end - start > 32:  # on from where the last group ended: the warps
+            assert start - warps[w] == lanes % 32  # between its ends start 32 apart
+            inside = warps[(warps > start) & (warps < end)]
+            assert np.all(np.diff(inside) == 32)
+            lanes = (lanes % 32 + end - start - 1) % 32 + 1
+        elif end > start:  # in one warp: where the last group ended if it fits
+            assert end <= warps[w + 1]
+            moved = start == warps[w]
+            assert moved == (lanes + end - start > 32)
+            lanes = end - start if moved else lanes + end - start
+
+
+def test_layout_of_the_warp_cases():
+    def layout(case):
+        ptr = np.concatenate([[0], np.cumsum(WARP_CASES[case])]).astype(np.int64)
+        return spmv_module._layout_numpy(ptr).tolist()
+
+    # no row of at most 32 blocks crosses a multiple of 32: the warps are
+    # the list's 32 blocks at a time
+    for case in ("hub", "long-hub", "warp-boundaries", "mid-warp-64"):
+        total = sum(WARP_CASES[case])
+        assert layout(case) == [*range(0, total, 32), total]
+    # moved: warps at rows 1 (30), 3 (24 blocks in: 62), 5 (80) and 6 (111)
+    assert layout("moved") == [0, 30, 62, 80, 111, 141]
+    assert spmv_module._layout_numpy(np.zeros(4, dtype=np.int64)).tolist() == [0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ngroups", [1, 255, 256, 257, 700, 3000])
+def test_layout_cuda_equals_numpy(ngroups):
+    import cupy
+
+    ptr = random_pointer(ngroups, ngroups)
+    warps, nwarps = spmv_module._layout_cuda(cupy.asarray(ptr), int(ptr[-1]))
+    want = spmv_module._layout_numpy(ptr)
+    assert nwarps == want.shape[0] - 1
+    np.testing.assert_array_equal(warps.get(), want)
 
 
 def test_warp_cases_have_their_structure():
@@ -393,9 +467,8 @@ def kept_counters(a, transposed, dtype):
 
     stream, launch = a._cache[("spmv_scratch", transposed, np.dtype(dtype).char)]
     assert stream == cupy.cuda.get_current_stream().ptr
-    scratch = launch.scratch
-    nwarps = -(-a.keys.shape[0] // spmv_module.WARP)
-    return cupy.ndarray((nwarps,), dtype=cupy.uint32, memptr=scratch).get()
+    nwarps = int(launch.blocks["nwarps"])
+    return cupy.ndarray((nwarps,), dtype=cupy.uint32, memptr=launch.scratch).get()
 
 
 @pytest.mark.gpu

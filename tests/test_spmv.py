@@ -348,8 +348,9 @@ def test_layout_keeps_short_groups_in_a_warp(seed):
     lanes = 32  # lanes used in the current warp: full before the first group
     for start, end in zip(ptr[:-1].tolist(), ptr[1:].tolist()):
         w = int(np.searchsorted(warps, start, side="right")) - 1
-        if end - start > 32:  # on from where the last group ended: the warps
-            assert start - warps[w] == lanes % 32  # between its ends start 32 apart
+        if end - start > 32:
+            # on from where the last group ended; the warps it starts, 32 apart
+            assert start - warps[w] == lanes % 32
             inside = warps[(warps > start) & (warps < end)]
             assert np.all(np.diff(inside) == 32)
             lanes = (lanes % 32 + end - start - 1) % 32 + 1

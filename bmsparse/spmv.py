@@ -225,7 +225,9 @@ def _layout_cuda(ptr: Any, nblocks: int) -> tuple[Any, int]:
     if nblocks == 0:
         return cupy.zeros(1, dtype=np.int64), 0
     nchunks = -(-ngroups // LAYOUT_CHUNK)
-    bound = ngroups + -(-nblocks // WARP) + 1  # a group starts n // 32 + 1 warps at most
+    # a non-empty group starts n // 32 + 1 warps at most: a tall matrix's
+    # empty block rows take no room
+    bound = min(ngroups, nblocks) + -(-nblocks // WARP) + 1
     chunks, starts, warps = _kernels.device_arrays((WARP * nchunks, _INT64),
                                                    (nchunks + 1, _INT64), (bound, _INT64))
     get = _kernels.get_kernel
@@ -243,12 +245,14 @@ def _layout_numpy(ptr: np.ndarray) -> np.ndarray:
     """:func:`warp_layout` of the groups of ``ptr`` (int64 [ngroups + 1]) on
     the host, one group at a time: the layout kernels' twin."""
     warps, fill = [], WARP  # the current warp's used lanes: full before the first group
-    for start, n in zip(ptr[:-1].tolist(), np.diff(ptr).tolist()):
+    sizes = np.diff(ptr)
+    nonempty = np.flatnonzero(sizes)  # empty groups change nothing
+    for start, n in zip(ptr[nonempty].tolist(), sizes[nonempty].tolist()):
         if n > WARP:  # on from lane `fill` (a new warp when it is full)
             skip = 0 if fill == WARP else WARP - fill
             warps.extend(range(start + skip, start + n, WARP))
             fill = (n - skip - 1) % WARP + 1
-        elif n and fill + n > WARP:
+        elif fill + n > WARP:
             warps.append(start)
             fill = n
         else:

@@ -377,11 +377,16 @@ def test_layout_of_the_warp_cases():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("ngroups", [1, 255, 256, 257, 700, 3000])
+@pytest.mark.parametrize("ngroups", [1, 255, 256, 257, 700, 3000, -20000])
 def test_layout_cuda_equals_numpy(ngroups):
     import cupy
 
-    ptr = random_pointer(ngroups, ngroups)
+    if ngroups > 0:
+        ptr = random_pointer(ngroups, ngroups)
+    else:  # a tall matrix: most block rows empty, fewer blocks than rows
+        sizes = np.zeros(-ngroups, dtype=np.int64)
+        sizes[::97] = np.random.default_rng(5).choice([1, 7, 40, 100], size=sizes[::97].shape)
+        ptr = np.concatenate([[0], np.cumsum(sizes)])
     warps, nwarps = spmv_module._layout_cuda(cupy.asarray(ptr), int(ptr[-1]))
     want = spmv_module._layout_numpy(ptr)
     assert nwarps == want.shape[0] - 1

@@ -425,9 +425,8 @@ def _spmv_numpy(keys, bitmaps, offsets, values, order, ptr, warps, x2, nout):
     # warp w for position i of the row- or column-major list
     owner, bit = set_bits(bitmaps)
     a = np.ones(owner.shape[0], dtype=x2.dtype) if values is None else values
-    listed = np.arange(nblocks, dtype=np.int64)
-    warp = np.searchsorted(warps, listed, side="right") - 1
-    place = WARP * warp + listed - warps[warp]
+    place = np.arange(nblocks, dtype=np.int64) + np.repeat(
+        WARP * np.arange(nwarps, dtype=np.int64) - warps[:-1], np.diff(warps))
     if order is None:
         group, position = block_rows_of(keys), place[owner]
         out_row = bit >> BLOCK_SHIFT

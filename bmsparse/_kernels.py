@@ -82,6 +82,10 @@ _SHARED: set[tuple[int, int]] = set()
 _NDARRAY: Any = None
 _GET_DEVICE: Any = None
 _CURRENT_STREAM: Any = None
+#: cupy.cuda.driver.launchKernel and launchCooperativeKernel, bound with them
+#: (:class:`PreparedLaunch`)
+_LAUNCH_KERNEL: Any = None
+_LAUNCH_COOPERATIVE: Any = None
 
 #: dtypes of :func:`block_arrays`, built once (CuPy would convert a scalar
 #: type at each array)
@@ -234,6 +238,88 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
         kernel((grid,), (block,), args, shared_mem=shared_mem)
 
 
+class PreparedLaunch:
+    """Launches of ``kernel`` whose arguments are packed in one buffer kept
+    with it, through the driver (``cuLaunchKernel``) rather than CuPy's
+    RawKernel call.
+
+    CuPy builds an object per argument at each call; here a call writes its
+    arguments into the buffer (NumPy's conversion of one tuple) and makes
+    one driver call. The first arguments, ``fixed``, are packed once.
+
+    Parameters
+    ----------
+    kernel : cupy.RawKernel
+    fixed : tuple
+        The first arguments, each a NumPy scalar (a structured ``np.void``
+        included) of the exact type the kernel declares: no cast is made.
+    tail : numpy.dtype
+        A structured dtype with a field per later argument, of the types the
+        kernel declares (pointers as uint64; a struct by value as a nested
+        structured dtype), each field at a multiple of 8 bytes.
+    block, shared_mem :
+        Threads and bytes of dynamic shared memory a thread block.
+    cooperative : bool
+        A cooperative launch (``cuLaunchCooperativeKernel``), as in
+        :func:`launch`.
+
+    Notes
+    -----
+    The buffer is shared by every call: a lock keeps a call's arguments its
+    own until the driver has copied them (at the launch).
+    """
+
+    __slots__ = ("name", "block", "shared_mem", "_function", "_cooperative", "_tail",
+                 "_pointers", "_buffers", "_lock")
+
+    def __init__(self, kernel: Any, fixed: tuple[Any, ...], tail: np.dtype, block: int = 256,
+                 shared_mem: int = 0, cooperative: bool = False) -> None:
+        import threading
+
+        if _LAUNCH_KERNEL is None:
+            bind_cupy()
+        _allow_shared(kernel, shared_mem)
+        self.name, self.block, self.shared_mem = kernel.name, block, shared_mem
+        self._function = kernel.kernel.ptr  # the CUfunction, alive with its module
+        self._cooperative = cooperative
+        for name in tail.names:
+            field, offset = tail.fields[name][:2]
+            if offset % 8 or field.itemsize % 8:
+                raise ValueError(f"{self.name}: argument {name!r} of the tail must take a "
+                                 "multiple of 8 bytes at a multiple of 8 bytes")
+        # each fixed argument at a multiple of 8 bytes, then the tail
+        sizes = [-(-np.asarray(a).itemsize // 8) for a in fixed]
+        starts = [0, *itertools.accumulate(sizes)]
+        params = np.zeros(starts[-1] + tail.itemsize // 8, dtype=np.uint64)
+        raw = params.view(np.uint8)
+        for a, start in zip(fixed, starts):
+            item = np.asarray(a).reshape(1).view(np.uint8)
+            raw[8 * start:8 * start + item.size] = item
+        self._tail = params[starts[-1]:].view(tail)
+        base = params.ctypes.data
+        addresses = [base + 8 * s for s in starts[:-1]]
+        addresses += [base + 8 * starts[-1] + tail.fields[n][1] for n in tail.names]
+        self._buffers = (params, np.array(addresses, dtype=np.uint64))
+        self._pointers = self._buffers[1].ctypes.data
+        self._lock = threading.Lock()
+
+    def __call__(self, stream: int, grid: int, tail: tuple[Any, ...]) -> None:
+        """Launch ``grid`` thread blocks on ``stream`` (a CUstream handle),
+        with ``tail`` as the later arguments (pointers as ints); none for 0."""
+        if grid <= 0:
+            return
+        if launch_hook is not None:
+            launch_hook(self.name, grid * self.block, grid, self.block)
+        with self._lock:
+            self._tail[0] = tail
+            if self._cooperative:
+                _LAUNCH_COOPERATIVE(self._function, grid, 1, 1, self.block, 1, 1,
+                                    self.shared_mem, stream, self._pointers)
+            else:
+                _LAUNCH_KERNEL(self._function, grid, 1, 1, self.block, 1, 1, self.shared_mem,
+                               stream, self._pointers, 0)
+
+
 def device_array(memory: Any, start: int, size: int, dtype: Any) -> Any:
     """A CuPy array (1-D, ``size`` elements of ``dtype``) at byte ``start``
     of raw ``memory`` (a ``cupy.cuda.MemoryPointer``), which it keeps alive.
@@ -322,13 +408,15 @@ def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def bind_cupy() -> None:
-    """Bind :data:`_NDARRAY`, :data:`_GET_DEVICE` and :data:`_CURRENT_STREAM`,
-    at the first call that needs CuPy."""
-    global _NDARRAY, _GET_DEVICE, _CURRENT_STREAM
+    """Bind :data:`_NDARRAY`, :data:`_GET_DEVICE`, :data:`_CURRENT_STREAM` and
+    the driver's launches, at the first call that needs CuPy."""
+    global _NDARRAY, _GET_DEVICE, _CURRENT_STREAM, _LAUNCH_KERNEL, _LAUNCH_COOPERATIVE
     import cupy
 
     _NDARRAY, _GET_DEVICE = cupy.ndarray, cupy.cuda.runtime.getDevice
     _CURRENT_STREAM = cupy.cuda.get_current_stream
+    _LAUNCH_KERNEL = cupy.cuda.driver.launchKernel
+    _LAUNCH_COOPERATIVE = cupy.cuda.driver.launchCooperativeKernel
 
 
 def _not_contiguous(kernel: Any) -> None:

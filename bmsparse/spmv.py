@@ -106,6 +106,14 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
 def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
     """``a @ x`` or ``a.T @ x``; with ``out_transposed`` the result is written
     as its transpose (C-ordered), which is ``x.T @ a`` for ``x @ a``."""
+    if type(x) is _kernels._NDARRAY and x.ndim == 1 and x.dtype == a.dtype \
+            and a.dtype.kind != "b" and type(a.keys) is _kernels._NDARRAY:
+        # a device vector of the matrix's dtype, the common case, with the
+        # checks of the general path that apply to it: its host time is most
+        # of a small product's
+        if x.shape[0] != a.shape[0 if transpose else 1]:
+            raise matmul_mismatch(a.shape[::-1] if transpose else a.shape, x.shape)
+        return _launch_kept(a, transpose, x, a.shape[1 if transpose else 0], a.values)
     xp = get_array_module(a.keys, x)
     if x.ndim == 0:
         raise ValueError("scalar operands are not allowed, use '*' instead")
@@ -290,29 +298,32 @@ def _launch_kept(a: Any, transpose: bool, x: Any, nout: int, values: Any) -> Any
         kept = a._cache[key] = (stream, _unit_launch(*kernel_blocks(a, transpose),
                                                      warp_layout(a, transpose), transpose,
                                                      nout, x.dtype, dense_blocks(a)))
-    return _run_unit(kept[1], values, x)
+    return _run_unit(kept[1], values, x, stream)
 
 
 #: the struct bm_spmv_blocks of spmv.cuh: a _unit kernel's arguments but the
 #: values, x and y, passed by value as one argument. CuPy's host time grows
 #: with the number of arguments: y's allocation and the launch took 22.9 us
 #: with 11 arguments, 15.3 with the struct and 3 arrays (H100 host, the two
-#: alternating in one process; 14.8 against 10.5 in another)
+#: alternating in one process; 14.8 against 10.5 in another). Launched
+#: through the driver with the struct packed once (_kernels.PreparedLaunch)
+#: rather than by CuPy: 12.3-12.9 -> 9.0-11.0 us (H200 host, same process)
 _UNIT_BLOCKS = np.dtype([("keys", np.uint64), ("bitmaps", np.uint64), ("offsets", np.uint64),
                          ("ptr", np.uint64), ("warps", np.uint64), ("nwarps", np.int64),
                          ("nout", np.int64), ("carry", np.uint64), ("count", np.uint64)])
+#: the arguments a _unit kernel takes after the struct: values, x and y
+_UNIT_TAIL = np.dtype([("values", np.uint64), ("x", np.uint64), ("y", np.uint64)])
 
 
 class _UnitLaunch(NamedTuple):
-    """A launch of a ``_unit`` kernel but for the values, x and y."""
+    """A launch of a ``_unit`` kernel, to be given the values, x and y."""
 
-    kernel: Any
-    threads: int
-    shared_mem: int
-    blocks: np.void  # _UNIT_BLOCKS: the other arguments, by value
+    launch: Any  # _kernels.PreparedLaunch: _UNIT_BLOCKS by value, then _UNIT_TAIL
+    grid: int
     nout: int
+    nwarps: int
     scratch: Any  # cupy.cuda.MemoryPointer: the counters, then the carry
-    arrays: tuple[Any, ...]  # keys, bitmaps, offsets, ptr, warps: ``blocks`` points into them
+    arrays: tuple[Any, ...]  # keys, bitmaps, offsets, ptr, warps: the launch points into them
 
 
 def _unit_launch(keys, bitmaps, offsets, ptr, layout, cols, nout, dtype, dense) -> _UnitLaunch:
@@ -326,20 +337,21 @@ def _unit_launch(keys, bitmaps, offsets, ptr, layout, cols, nout, dtype, dense) 
     blocks = np.array([(keys.data.ptr, bitmaps.data.ptr, offsets.data.ptr, ptr.data.ptr,
                         warps.data.ptr, nwarps, nout, scratch.ptr + head_bytes, scratch.ptr)],
                       dtype=_UNIT_BLOCKS)[0]
-    return _UnitLaunch(_kernel(cols, True, dense, dtype), max(nwarps * WARP, ptr.shape[0] - 1),
-                       _shared_mem(dense, dtype), blocks, nout, scratch,
+    launch = _kernels.PreparedLaunch(_kernel(cols, True, dense, dtype), (blocks,), _UNIT_TAIL,
+                                     block=_THREADS, shared_mem=_shared_mem(dense, dtype))
+    threads = max(nwarps * WARP, ptr.shape[0] - 1)
+    return _UnitLaunch(launch, -(-threads // _THREADS), nout, nwarps, scratch,
                        (keys, bitmaps, offsets, ptr, warps))
 
 
-def _run_unit(launch: _UnitLaunch, values: Any, x: Any) -> Any:
-    """y = the product of ``launch`` with ``values`` (None: every value is 1)
-    and the vector ``x``."""
+def _run_unit(unit: _UnitLaunch, values: Any, x: Any, stream: int) -> Any:
+    """y = the product of ``unit`` with ``values`` (None: every value is 1)
+    and the vector ``x``, launched on ``stream`` (a CUstream handle)."""
     base = x if x._c_contiguous else x.copy()  # CuPy's attribute: no object
-    y = _kernels.device_empty(launch.nout, x.dtype)
-    # every array is the matrix's own, contiguous base or new: no cast step
-    _kernels.launch(launch.kernel, launch.threads,
-                    (launch.blocks, _kernels.or_null(values), base, y), block=_THREADS,
-                    shared_mem=launch.shared_mem, cast=False)
+    y = _kernels.device_empty(unit.nout, x.dtype)
+    # every array is the matrix's own, contiguous base or new
+    unit.launch(stream, unit.grid, (0 if values is None else values.data.ptr, base.data.ptr,
+                                    y.data.ptr))
     return y
 
 
@@ -393,7 +405,7 @@ def _spmv_cuda(keys, bitmaps, offsets, values, cols, ptr, x, nout, out_transpose
     if x.ndim == 1 or x.shape[1] == 1:
         # a vector in and out: the kernel whose index arithmetic is constant
         y = _run_unit(_unit_launch(keys, bitmaps, offsets, ptr, layout, cols, nout, x.dtype,
-                                   dense), values, x.reshape(-1))
+                                   dense), values, x.reshape(-1), _kernels._CURRENT_STREAM().ptr)
         return y if x.ndim == 1 else y.reshape((1, nout) if out_transposed else (nout, 1))
     base, x_rs, x_cs, k = _strides(x)
     if out_transposed:

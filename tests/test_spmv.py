@@ -473,8 +473,7 @@ def kept_counters(a, transposed, dtype):
 
     stream, launch = a._cache[("spmv_scratch", transposed, np.dtype(dtype).char)]
     assert stream == cupy.cuda.get_current_stream().ptr
-    nwarps = int(launch.blocks["nwarps"])
-    return cupy.ndarray((nwarps,), dtype=cupy.uint32, memptr=launch.scratch).get()
+    return cupy.ndarray((launch.nwarps,), dtype=cupy.uint32, memptr=launch.scratch).get()
 
 
 @pytest.mark.gpu

@@ -174,6 +174,15 @@ def bucket_shift(nblocks: int, nbrows: int, nbcols: int) -> int:
     return (least_rows - 1).bit_length()
 
 
+_COLUMNS_SIZES = ("nblocks", "nbcols", "groups", "group_shift", "by_rows", "outputs")
+#: the arguments of bmsparse_transpose_columns, as packed by its
+#: :class:`_kernels.PreparedLaunch` (pointers as uint64)
+_COLUMNS_ARGS = np.dtype([
+    (name, np.int64 if name in _COLUMNS_SIZES else np.uint64)
+    for name in ("keys", "bitmaps", "offsets", "values", *_COLUMNS_SIZES, "work", "ptr",
+                 "placed", "order", "t_keys", "t_bitmaps", "t_offsets", "t_values")])
+
+
 def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     """``bmsparse_transpose_columns``: (t_keys, t_bitmaps, t_offsets, t_values,
     order, ptr), the first four None without ``bitmaps``. The arrays must be
@@ -193,37 +202,52 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
         threads = max(threads, min(VALUE_THREADS_PER_BLOCK * nblocks,
                                    max(VALUE_THREADS, values.shape[0] // 4)))
     grid = min(_kernels.resident_blocks(kernel, THREADS), max(-(-threads // THREADS), 1))
-    # scratch, raw memory (an ndarray costs microseconds): the bucket
-    # counters, the barrier, the thread blocks' sums and the counts of the
-    # listed buckets (zeroed), then `placed` and the two lists of the buckets
-    # pass 4 sorts or ranks by warps (more than BMSPARSE_TRANSPOSE_SHORT = 6
-    # blocks each: nblocks / 4 + 1 places each leave room for a SHORT of 3)
+    # raw memory (an ndarray costs microseconds), the arrays made after the
+    # launch, while the kernel runs: the scratch, the bucket counters, the
+    # barrier, the thread blocks' sums and the counts of the listed buckets
+    # (zeroed), then `placed` and the two lists of the buckets pass 4 sorts
+    # or ranks by warps (more than BMSPARSE_TRANSPOSE_SHORT = 6 blocks each:
+    # nblocks / 4 + 1 places each leave room for a SHORT of 3)
     nwork = 8 * (nbuckets + 3 + grid)
     work = cupy.cuda.alloc(nwork + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
     work.memset_async(0, nwork)
-    # the outputs as views of raw allocations too, one per group that lives
-    # and dies together (A's column order and pointer; A.T's index arrays):
-    # seven cupy.empty calls were a third of a small transpose's host time
+    # one allocation per group that lives and dies together: A's column order
+    # and pointer; A.T's index arrays; A.T's values
     column = cupy.cuda.alloc(8 * (nblocks + nbcols + 1))
+    blocks = None if bitmaps is None else _kernels.alloc_blocks(nblocks)
+    t_values = None if values is None else cupy.cuda.alloc(values.nbytes)
+    # a flag, not null pointers, tells the kernel which outputs to write
+    outputs = 0 if blocks is None else 1 if values is None else 2
+    t_blocks = (0, 0, 0) if blocks is None else \
+        (blocks.ptr, blocks.ptr + 8 * nblocks, blocks.ptr + 16 * nblocks)  # block_arrays'
+    _launch(kernel)(_kernels._CURRENT_STREAM().ptr, grid, (
+        keys.data.ptr, 0 if bitmaps is None else bitmaps.data.ptr,
+        0 if bitmaps is None else offsets.data.ptr, 0 if values is None else values.data.ptr,
+        nblocks, nbcols, groups, shift, nbuckets >= ROW_GROUP_COUNTERS, outputs,
+        work.ptr, column.ptr + 8 * nblocks, work.ptr + nwork, column.ptr, *t_blocks,
+        0 if t_values is None else t_values.ptr))
     order = _kernels.device_array(column, 0, nblocks, np.int64)
     ptr = _kernels.device_array(column, 8 * nblocks, nbcols + 1, np.int64)
-    null = _kernels.NULL
-    # the scalars as the kernel declares them: launched without the casts
-    sizes = (np.int64(nblocks), np.int64(nbcols), np.int64(groups), np.int64(shift),
-             np.int64(nbuckets >= ROW_GROUP_COUNTERS))
-    scratch = (np.uint64(work.ptr), ptr, np.uint64(work.ptr + nwork), order)
-    if bitmaps is None:
-        out = [None] * 4
-        args = (keys, null, null, null, *sizes, np.int64(0), *scratch, null, null, null, null)
-    else:
-        out = [*_kernels.block_arrays(_kernels.alloc_blocks(nblocks), nblocks),
-               None if values is None else _kernels.device_empty(values.shape[0],
-                                                                 values.dtype)]
-        args = (keys, bitmaps, offsets, null if values is None else values, *sizes,
-                np.int64(1 if values is None else 2), *scratch, *out[:3],
-                null if values is None else out[3])
-    _kernels.launch(kernel, grid * THREADS, args, block=THREADS, cooperative=True, cast=False)
-    return (*out, order, ptr)
+    if blocks is None:
+        return None, None, None, None, order, ptr
+    return (*_kernels.block_arrays(blocks, nblocks),
+            None if values is None else _kernels.device_array(t_values, 0, values.shape[0],
+                                                              values.dtype), order, ptr)
+
+
+def _launch(kernel: Any) -> Any:
+    """The kept :class:`_kernels.PreparedLaunch` of ``kernel`` (a
+    bmsparse_transpose_columns instantiation)."""
+    launch = _LAUNCHES.get(id(kernel))
+    if launch is None:
+        launch = _LAUNCHES[id(kernel)] = _kernels.PreparedLaunch(
+            kernel, (), _COLUMNS_ARGS, block=THREADS, cooperative=True)
+    return launch
+
+
+#: id of a bmsparse_transpose_columns kernel -> its launch (kernels are kept
+#: for good by _kernels, so their ids stay theirs)
+_LAUNCHES: dict[int, Any] = {}
 
 
 def _transpose_cuda(keys, bitmaps, offsets, values, order):

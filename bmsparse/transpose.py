@@ -16,7 +16,8 @@ outnumbering blocks) a sort of the block columns and three launches do.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -183,14 +184,24 @@ _COLUMNS_ARGS = np.dtype([
                  "placed", "order", "t_keys", "t_bitmaps", "t_offsets", "t_values")])
 
 
-def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
-    """``bmsparse_transpose_columns``: (t_keys, t_bitmaps, t_offsets, t_values,
-    order, ptr), the first four None without ``bitmaps``. The arrays must be
-    C-contiguous (a BitmapMatrix's are): the launch does not check them."""
-    import cupy
+class _Plan(NamedTuple):
+    """What a launch of bmsparse_transpose_columns needs but its arrays."""
 
-    nblocks = keys.shape[0]
-    dtype = np.float64 if values is None else values.dtype
+    launch: Any  # _kernels.PreparedLaunch
+    grid: int
+    shift: int  # bucket_shift
+    groups: int  # buckets per block column
+    by_rows: bool  # the counters row group after row group
+    zeroed: int  # bytes of the scratch zeroed before the launch
+    scratch: int  # bytes of scratch in all
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np.dtype,
+          device: int) -> _Plan:
+    """The plan of ``_columns_cuda`` for these sizes on ``device`` (the
+    current one), kept for the matrices transposed last: it took a few
+    microseconds of a small transpose's host time."""
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_columns", T=dtype)
     shift = bucket_shift(nblocks, nbrows, nbcols)
     groups = max(-(-nbrows >> shift), 1)
@@ -198,21 +209,39 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     # a thread per block or bucket (the passes' loops), or as many as the
     # values pass wants, at most all resident
     threads = max(nblocks, nbuckets)
-    if values is not None:
+    if nvalues is not None:
         threads = max(threads, min(VALUE_THREADS_PER_BLOCK * nblocks,
-                                   max(VALUE_THREADS, values.shape[0] // 4)))
+                                   max(VALUE_THREADS, nvalues // 4)))
     grid = min(_kernels.resident_blocks(kernel, THREADS), max(-(-threads // THREADS), 1))
+    # the bucket counters, the barrier, the thread blocks' sums and the
+    # counts of the listed buckets (zeroed), then `placed` and the two lists
+    # of the buckets pass 4 sorts or ranks by warps (more than
+    # BMSPARSE_TRANSPOSE_SHORT = 6 blocks each: nblocks / 4 + 1 places each
+    # leave room for a SHORT of 3)
+    zeroed = 8 * (nbuckets + 3 + grid)
+    launch = _kernels.PreparedLaunch(kernel, (), _COLUMNS_ARGS, block=THREADS, cooperative=True)
+    return _Plan(launch, grid, shift, groups, nbuckets >= ROW_GROUP_COUNTERS, zeroed,
+                 zeroed + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
+
+
+def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
+    """``bmsparse_transpose_columns``: (t_keys, t_bitmaps, t_offsets, t_values,
+    order, ptr), the first four None without ``bitmaps``. The arrays must be
+    C-contiguous (a BitmapMatrix's are): the launch does not check them."""
+    import cupy
+
+    nblocks = keys.shape[0]
+    if _kernels._GET_DEVICE is None:
+        _kernels.bind_cupy()
+    plan = _plan(nblocks, nbrows, nbcols, None if values is None else values.shape[0],
+                 np.dtype(np.float64) if values is None else values.dtype,
+                 _kernels._GET_DEVICE())
     # raw memory (an ndarray costs microseconds), the arrays made after the
-    # launch, while the kernel runs: the scratch, the bucket counters, the
-    # barrier, the thread blocks' sums and the counts of the listed buckets
-    # (zeroed), then `placed` and the two lists of the buckets pass 4 sorts
-    # or ranks by warps (more than BMSPARSE_TRANSPOSE_SHORT = 6 blocks each:
-    # nblocks / 4 + 1 places each leave room for a SHORT of 3)
-    nwork = 8 * (nbuckets + 3 + grid)
-    work = cupy.cuda.alloc(nwork + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
-    work.memset_async(0, nwork)
-    # one allocation per group that lives and dies together: A's column order
-    # and pointer; A.T's index arrays; A.T's values
+    # launch, while the kernel runs; one allocation per group that lives and
+    # dies together: the scratch; A's column order and pointer; A.T's index
+    # arrays; A.T's values
+    work = cupy.cuda.alloc(plan.scratch)
+    work.memset_async(0, plan.zeroed)
     column = cupy.cuda.alloc(8 * (nblocks + nbcols + 1))
     blocks = None if bitmaps is None else _kernels.alloc_blocks(nblocks)
     t_values = None if values is None else cupy.cuda.alloc(values.nbytes)
@@ -220,11 +249,11 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     outputs = 0 if blocks is None else 1 if values is None else 2
     t_blocks = (0, 0, 0) if blocks is None else \
         (blocks.ptr, blocks.ptr + 8 * nblocks, blocks.ptr + 16 * nblocks)  # block_arrays'
-    _launch(kernel)(_kernels._CURRENT_STREAM().ptr, grid, (
+    plan.launch(_kernels._CURRENT_STREAM().ptr, plan.grid, (
         keys.data.ptr, 0 if bitmaps is None else bitmaps.data.ptr,
         0 if bitmaps is None else offsets.data.ptr, 0 if values is None else values.data.ptr,
-        nblocks, nbcols, groups, shift, nbuckets >= ROW_GROUP_COUNTERS, outputs,
-        work.ptr, column.ptr + 8 * nblocks, work.ptr + nwork, column.ptr, *t_blocks,
+        nblocks, nbcols, plan.groups, plan.shift, plan.by_rows, outputs,
+        work.ptr, column.ptr + 8 * nblocks, work.ptr + plan.zeroed, column.ptr, *t_blocks,
         0 if t_values is None else t_values.ptr))
     order = _kernels.device_array(column, 0, nblocks, np.int64)
     ptr = _kernels.device_array(column, 8 * nblocks, nbcols + 1, np.int64)
@@ -233,21 +262,6 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     return (*_kernels.block_arrays(blocks, nblocks),
             None if values is None else _kernels.device_array(t_values, 0, values.shape[0],
                                                               values.dtype), order, ptr)
-
-
-def _launch(kernel: Any) -> Any:
-    """The kept :class:`_kernels.PreparedLaunch` of ``kernel`` (a
-    bmsparse_transpose_columns instantiation)."""
-    launch = _LAUNCHES.get(id(kernel))
-    if launch is None:
-        launch = _LAUNCHES[id(kernel)] = _kernels.PreparedLaunch(
-            kernel, (), _COLUMNS_ARGS, block=THREADS, cooperative=True)
-    return launch
-
-
-#: id of a bmsparse_transpose_columns kernel -> its launch (kernels are kept
-#: for good by _kernels, so their ids stay theirs)
-_LAUNCHES: dict[int, Any] = {}
 
 
 def _transpose_cuda(keys, bitmaps, offsets, values, order):

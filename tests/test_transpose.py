@@ -109,6 +109,15 @@ def _assert_stages_equal(got: tuple, want: tuple) -> None:
             np.testing.assert_array_equal(g.get(), w)
 
 
+@pytest.fixture(autouse=True)
+def fresh_plans():
+    """Plans of the one-launch kernel are kept per size: tests that patch
+    what makes them (bucket_shift, ROW_GROUP_COUNTERS) need their own."""
+    transpose._plan.cache_clear()
+    yield
+    transpose._plan.cache_clear()
+
+
 #: block rows per bucket of the one-launch kernel: a bucket per column (no
 #: cuts), a few hundred, or transpose.py's choice (about a block each)
 BUCKET_ROWS = {"column": 40, "512-rows": 9, "chosen": None}

@@ -86,6 +86,8 @@ _CURRENT_STREAM: Any = None
 #: (:class:`PreparedLaunch`)
 _LAUNCH_KERNEL: Any = None
 _LAUNCH_COOPERATIVE: Any = None
+#: cupy.cuda.driver.ctxGetCurrent and ctxSetCurrent, bound with them
+_CONTEXT: tuple[Any, Any] = (None, None)
 
 #: dtypes of :func:`block_arrays`, built once (CuPy would convert a scalar
 #: type at each array)
@@ -269,24 +271,25 @@ class PreparedLaunch:
     own until the driver has copied them (at the launch).
     """
 
-    __slots__ = ("name", "block", "shared_mem", "_function", "_cooperative", "_tail",
-                 "_pointers", "_buffers", "_lock")
+    __slots__ = ("name", "block", "shared_mem", "_function", "_context", "_cooperative",
+                 "_tail", "_pointers", "_buffers", "_lock")
 
     def __init__(self, kernel: Any, fixed: tuple[Any, ...], tail: np.dtype, block: int = 256,
                  shared_mem: int = 0, cooperative: bool = False) -> None:
         import threading
 
+        for name in tail.names:
+            field, offset = tail.fields[name][:2]
+            if offset % 8 or field.itemsize % 8:
+                raise ValueError(f"{kernel.name}: argument {name!r} of the tail must take a "
+                                 "multiple of 8 bytes at a multiple of 8 bytes")
         if _LAUNCH_KERNEL is None:
             bind_cupy()
         _allow_shared(kernel, shared_mem)
         self.name, self.block, self.shared_mem = kernel.name, block, shared_mem
         self._function = kernel.kernel.ptr  # the CUfunction, alive with its module
+        self._context = _CONTEXT[0]()  # the context it was loaded in (the device's primary)
         self._cooperative = cooperative
-        for name in tail.names:
-            field, offset = tail.fields[name][:2]
-            if offset % 8 or field.itemsize % 8:
-                raise ValueError(f"{self.name}: argument {name!r} of the tail must take a "
-                                 "multiple of 8 bytes at a multiple of 8 bytes")
         # each fixed argument at a multiple of 8 bytes, then the tail
         sizes = [-(-np.asarray(a).itemsize // 8) for a in fixed]
         starts = [0, *itertools.accumulate(sizes)]
@@ -310,14 +313,24 @@ class PreparedLaunch:
             return
         if launch_hook is not None:
             launch_hook(self.name, grid * self.block, grid, self.block)
-        with self._lock:
-            self._tail[0] = tail
-            if self._cooperative:
-                _LAUNCH_COOPERATIVE(self._function, grid, 1, 1, self.block, 1, 1,
-                                    self.shared_mem, stream, self._pointers)
-            else:
-                _LAUNCH_KERNEL(self._function, grid, 1, 1, self.block, 1, 1, self.shared_mem,
-                               stream, self._pointers, 0)
+        current = _CONTEXT[0]()
+        if current != self._context:
+            # a thread that has made no runtime call has no context (the driver
+            # call would fail), or another device's is current: ours for the
+            # launch, as CuPy's launch makes its own, and theirs back after
+            _CONTEXT[1](self._context)
+        try:
+            with self._lock:
+                self._tail[0] = tail
+                if self._cooperative:
+                    _LAUNCH_COOPERATIVE(self._function, grid, 1, 1, self.block, 1, 1,
+                                        self.shared_mem, stream, self._pointers)
+                else:
+                    _LAUNCH_KERNEL(self._function, grid, 1, 1, self.block, 1, 1,
+                                   self.shared_mem, stream, self._pointers, 0)
+        finally:
+            if current and current != self._context:
+                _CONTEXT[1](current)
 
 
 def device_array(memory: Any, start: int, size: int, dtype: Any) -> Any:
@@ -410,13 +423,14 @@ def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
 def bind_cupy() -> None:
     """Bind :data:`_NDARRAY`, :data:`_GET_DEVICE`, :data:`_CURRENT_STREAM` and
     the driver's launches, at the first call that needs CuPy."""
-    global _NDARRAY, _GET_DEVICE, _CURRENT_STREAM, _LAUNCH_KERNEL, _LAUNCH_COOPERATIVE
+    global _NDARRAY, _GET_DEVICE, _CURRENT_STREAM, _LAUNCH_KERNEL, _LAUNCH_COOPERATIVE, _CONTEXT
     import cupy
 
     _NDARRAY, _GET_DEVICE = cupy.ndarray, cupy.cuda.runtime.getDevice
     _CURRENT_STREAM = cupy.cuda.get_current_stream
     _LAUNCH_KERNEL = cupy.cuda.driver.launchKernel
     _LAUNCH_COOPERATIVE = cupy.cuda.driver.launchCooperativeKernel
+    _CONTEXT = (cupy.cuda.driver.ctxGetCurrent, cupy.cuda.driver.ctxSetCurrent)
 
 
 def _not_contiguous(kernel: Any) -> None:

@@ -477,6 +477,32 @@ def kept_counters(a, transposed, dtype):
 
 
 @pytest.mark.gpu
+def test_vector_products_from_a_new_thread():
+    import threading
+
+    import cupy
+
+    # a thread that has made no CUDA runtime call has no current context: the
+    # kept launches (through the driver) must make one, as CuPy's do
+    a = random_matrix((300, 200), 0.05, "float64", seed=21)
+    d = BitmapMatrix(a).to_device()
+    x, xt = cupy.arange(200, dtype=cupy.float64), cupy.arange(300, dtype=cupy.float64)
+    d @ x, d.T @ xt  # the launches kept in this thread
+    got = {}
+
+    def run():
+        got["A @ x"], got["A.T @ x"], got["A.T"] = d @ x, d.T @ xt, d.T.keys
+        cupy.cuda.get_current_stream().synchronize()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    np.testing.assert_allclose(got["A @ x"].get(), a @ x.get(), rtol=1e-12)
+    np.testing.assert_allclose(got["A.T @ x"].get(), a.T @ xt.get(), rtol=1e-12)
+    assert got["A.T"].shape[0] == d.nblocks
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("case", ["hub", "long-hub", "mid-warp-64", "warp-boundaries"])
 def test_kept_scratch_is_left_zeroed(case, transposed):

@@ -143,8 +143,8 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
         y = y.reshape(-1) if x.ndim == 1 else y
     else:
         keys, bitmaps, offsets, ptr = kernel_blocks(a, transpose)
-        y = _spmv_cuda(keys, bitmaps, offsets, values, transpose, ptr, x, shape[0],
-                       out_transposed, dense_blocks(a), warp_layout(a, transpose))
+        y = _spmv_cuda(keys, bitmaps, offsets, values, transpose, ptr, warp_layout(a, transpose),
+                       x, shape[0], out_transposed, dense_blocks(a))
     return y.astype(dtype) if boolean else y
 
 
@@ -392,16 +392,14 @@ def _strides(x: Any) -> tuple[Any, int, int, int]:
     return cupy.ascontiguousarray(x), k, 1, k
 
 
-def _spmv_cuda(keys, bitmaps, offsets, values, cols, ptr, x, nout, out_transposed,
-               dense=False, layout=None):
+def _spmv_cuda(keys, bitmaps, offsets, values, cols, ptr, layout, x, nout, out_transposed,
+               dense=False):
     """Y (C-ordered; 1-D for a vector ``x``) on the GPU, with scratch made for
     the call, over the blocks of :func:`kernel_blocks` (column-major with
-    ``cols``) cut by ``layout`` (:func:`warp_layout`; None: computed here);
-    ``dense``: by the kernels of spmv_dense.cu (the same sums)."""
+    ``cols``) cut by ``layout`` (:func:`warp_layout`); ``dense``: by the
+    kernels of spmv_dense.cu (the same sums)."""
     import cupy
 
-    if layout is None:
-        layout = _layout_cuda(ptr, keys.shape[0])
     if x.ndim == 1 or x.shape[1] == 1:
         # a vector in and out: the kernel whose index arithmetic is constant
         y = _run_unit(_unit_launch(keys, bitmaps, offsets, ptr, layout, cols, nout, x.dtype,

@@ -327,8 +327,8 @@ def cuda_stage_args(a, transposed, x):
     """The arguments of ``_spmv_cuda``: the kernels walk the blocks of
     ``kernel_blocks`` (column-major copies for ``transposed``)."""
     keys, bitmaps, offsets, ptr = spmv_module.kernel_blocks(a, transposed)
-    return (keys, bitmaps, offsets, a.values, transposed, ptr, x,
-            a.shape[1] if transposed else a.shape[0])
+    return (keys, bitmaps, offsets, a.values, transposed, ptr,
+            spmv_module.warp_layout(a, transposed), x, a.shape[1] if transposed else a.shape[0])
 
 
 def random_pointer(seed, ngroups=700):

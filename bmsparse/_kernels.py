@@ -7,7 +7,10 @@
   compile test can build every name expression without a GPU.
 - :func:`get_kernel` returns a RawKernel; one RawModule per file and device,
   built lazily.
-- :func:`launch` is the only place a kernel is launched.
+- :func:`launch` launches a kernel through CuPy; :class:`PreparedLaunch`
+  through the driver, with its arguments packed in a buffer kept with it
+  (the launches whose host time is most of an operation's: SpMV with a
+  vector, the transpose). Nothing else launches.
 
 Importing this module compiles nothing and needs no GPU.
 """

@@ -106,15 +106,6 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
 def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
     """``a @ x`` or ``a.T @ x``; with ``out_transposed`` the result is written
     as its transpose (C-ordered), which is ``x.T @ a`` for ``x @ a``."""
-    if type(x) is _kernels._NDARRAY and x.ndim == 1 and x.dtype == a.dtype \
-            and a.dtype.kind != "b" and type(a.keys) is _kernels._NDARRAY:
-        # a device vector of the matrix's dtype, the common case, with the
-        # checks of the general path that apply to it: its host time is most
-        # of a small product's
-        if x.shape[0] != a.shape[0 if transpose else 1]:
-            raise matmul_mismatch(a.shape[::-1] if transpose else a.shape, x.shape)
-        return _launch_kept(a, transpose, x, a.shape[1 if transpose else 0], a.values)
-    xp = get_array_module(a.keys, x)
     if x.ndim == 0:
         raise ValueError("scalar operands are not allowed, use '*' instead")
     if x.ndim > 2:
@@ -122,6 +113,12 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
     shape = a.shape[::-1] if transpose else a.shape
     if x.shape[0] != shape[1]:
         raise matmul_mismatch(shape, x.shape)
+    if type(x) is _kernels._NDARRAY and x.ndim == 1 and x.dtype == a.dtype \
+            and a.dtype.kind != "b" and type(a.keys) is _kernels._NDARRAY:
+        # a device vector of the matrix's dtype, the common case: no dtype
+        # steps (its host time is most of a small product's)
+        return _launch_kept(a, transpose, x, shape[0], a.values)
+    xp = get_array_module(a.keys, x)
     a_dtype, x_dtype = a.dtype, x.dtype
     dtype = a_dtype if a_dtype == x_dtype else upcast(a_dtype, x_dtype)
     # bool @ bool counts in int64 and compares with 0: a Boolean product
@@ -132,8 +129,11 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
         values = values.astype(compute)
     if x_dtype != compute:
         x = x.astype(compute)
-    if xp is not np and x.ndim == 1:  # a vector: the launch kept with the matrix
-        y = _launch_kept(a, transpose, x, shape[0], values)
+    if xp is not np and (x.ndim == 1 or x.shape[1] == 1):
+        # a vector or one column: the launch kept with the matrix
+        y = _launch_kept(a, transpose, x.reshape(-1), shape[0], values)
+        if x.ndim == 2:
+            y = y.reshape((1, shape[0]) if out_transposed else (shape[0], 1))
     elif xp is np:
         order, ptr = column_pointer(a) if transpose else (None, row_pointer(a))
         y = _spmv_numpy(a.keys, a.bitmaps, a.offsets, values, order, ptr,
@@ -332,15 +332,13 @@ def _unit_launch(keys, bitmaps, offsets, ptr, layout, cols, nout, dtype, dense) 
     order with ``cols`` (:func:`kernel_blocks`), cut by ``layout``
     (:func:`warp_layout`)."""
     warps, nwarps = layout
-    scratch = _new_scratch(nwarps, 1, dtype)
-    head_bytes = _scratch_bytes(nwarps, 1, dtype)[1]
+    scratch, head = _new_scratch(nwarps, 1, dtype)
     blocks = np.array([(keys.data.ptr, bitmaps.data.ptr, offsets.data.ptr, ptr.data.ptr,
-                        warps.data.ptr, nwarps, nout, scratch.ptr + head_bytes, scratch.ptr)],
+                        warps.data.ptr, nwarps, nout, scratch.ptr + head, scratch.ptr)],
                       dtype=_UNIT_BLOCKS)[0]
     launch = _kernels.PreparedLaunch(_kernel(cols, True, dense, dtype), (blocks,), _UNIT_TAIL,
                                      block=_THREADS, shared_mem=_shared_mem(dense, dtype))
-    threads = max(nwarps * WARP, ptr.shape[0] - 1)
-    return _UnitLaunch(launch, -(-threads // _THREADS), nout, nwarps, scratch,
+    return _UnitLaunch(launch, -(-_threads(nwarps, ptr) // _THREADS), nout, nwarps, scratch,
                        (keys, bitmaps, offsets, ptr, warps))
 
 
@@ -367,16 +365,23 @@ def _shared_mem(dense: bool, dtype: np.dtype) -> int:
     return 0 if dense else 2 * BLOCK * _THREADS * dtype.itemsize
 
 
-def _new_scratch(nwarps: int, k: int, dtype: np.dtype) -> Any:
+def _new_scratch(nwarps: int, k: int, dtype: np.dtype) -> tuple[Any, int]:
     """Raw memory for the kernel's scratch, its counters zeroed (one
-    allocation: an ndarray costs microseconds)."""
+    allocation: an ndarray costs microseconds), and the byte where its
+    partial sums start (:func:`_scratch_bytes`)."""
     import cupy
 
     size, head = _scratch_bytes(nwarps, k, dtype)
     scratch = cupy.cuda.alloc(size)
     if head:
         scratch.memset_async(0, head)
-    return scratch
+    return scratch, head
+
+
+def _threads(nwarps: int, ptr: Any) -> int:
+    """Threads of a launch for one column: a lane per place of the layout's
+    warps, and at least one per group (each zeroes its empty group's outputs)."""
+    return max(nwarps * WARP, ptr.shape[0] - 1)
 
 
 def _strides(x: Any) -> tuple[Any, int, int, int]:
@@ -413,15 +418,14 @@ def _spmv_cuda(keys, bitmaps, offsets, values, cols, ptr, layout, x, nout, out_t
         y = cupy.empty((nout, k), dtype=x.dtype)
         y_rs, y_cs = k, 1
     warps, nwarps = layout
-    head = _scratch_bytes(nwarps, k, x.dtype)[1]
-    scratch = _new_scratch(nwarps, k, x.dtype)
+    scratch, head = _new_scratch(nwarps, k, x.dtype)
     i64 = np.int64
     args = (keys, bitmaps, offsets, _kernels.or_null(values), ptr, warps, i64(nwarps), base,
             i64(x_rs), i64(x_cs), i64(k), i64(nout), y, i64(y_rs), i64(y_cs),
             np.uint64(scratch.ptr + head), np.uint64(scratch.ptr))
     # every array is the matrix's own, contiguous base or new: no cast step
     _kernels.launch(_kernel(cols, False, dense, x.dtype),
-                    max(nwarps * WARP, ptr.shape[0] - 1) * k, args,
+                    _threads(nwarps, ptr) * k, args,
                     block=_THREADS, shared_mem=_shared_mem(dense, x.dtype), cast=False)
     return y
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 from bmsparse import _kernels
+from bmsparse._format import (block_cols_of, block_rows_of, pack_keys, popcount,
+                              transpose_bitmaps)
 
 
 def test_source_inlines_package_headers_once():
@@ -51,33 +55,47 @@ def test_prepared_launch_refuses_a_tail_off_8_bytes(tail):
         _kernels.PreparedLaunch(_NamedKernel(), (), tail)
 
 
-_PACKED_SOURCE = r"""
-struct pair { long long a; double b; };
-extern "C" __global__ void bmsparse_test_packed(int k, pair p, const double* x, double* y,
-                                                long long n)
-{
-    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i < n) y[i] = k * x[i] + p.a * p.b;
-}
-"""
-_PAIR = np.dtype([("a", np.int64), ("b", np.float64)])
-_PACKED_TAIL = np.dtype([("x", np.uint64), ("y", np.uint64), ("n", np.int64)])
+#: bmsparse_transpose_blocks(keys, bitmaps | order, nblocks, t_keys, t_bitmaps, counts):
+#: the two block arrays fixed, the rest per call
+_BLOCKS_TAIL = np.dtype([("order", np.uint64), ("nblocks", np.int64), ("t_keys", np.uint64),
+                         ("t_bitmaps", np.uint64), ("counts", np.uint64)])
+
+
+def _blocks_launch(keys: Any, bitmaps: Any, block: int) -> Any:
+    kernel = _kernels.get_kernel("transpose.cu", "bmsparse_transpose_blocks")
+    return _kernels.PreparedLaunch(kernel, (np.uint64(keys.data.ptr), np.uint64(bitmaps.data.ptr)),
+                                   _BLOCKS_TAIL, block=block)
+
+
+def _random_blocks(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    keys = pack_keys(rng.integers(0, 1 << 20, n), rng.integers(0, 1 << 20, n))
+    return keys, rng.integers(1, 1 << 63, n, dtype=np.uint64)
+
+
+def _assert_blocks(keys, bitmaps, order, t_keys, t_bitmaps, counts) -> None:
+    np.testing.assert_array_equal(
+        t_keys.get(), pack_keys(block_cols_of(keys[order]), block_rows_of(keys[order])))
+    np.testing.assert_array_equal(t_bitmaps.get(), transpose_bitmaps(bitmaps[order]))
+    np.testing.assert_array_equal(counts.get(), popcount(bitmaps[order]))
 
 
 @pytest.mark.gpu
 def test_prepared_launch_packs_fixed_and_tail_arguments():
     import cupy
 
-    kernel = cupy.RawKernel(_PACKED_SOURCE, "bmsparse_test_packed")
-    pair = np.array([(3, 0.25)], dtype=_PAIR)[0]
-    launch = _kernels.PreparedLaunch(kernel, (np.int32(-2), pair), _PACKED_TAIL, block=64)
+    rng = np.random.default_rng(5)
+    keys, bitmaps = _random_blocks(rng, 1000)
+    d_keys, d_bitmaps = cupy.asarray(keys), cupy.asarray(bitmaps)
+    launch = _blocks_launch(d_keys, d_bitmaps, 64)
     stream = cupy.cuda.get_current_stream().ptr
     for n in (1, 64, 1000):  # the fixed arguments stay, the tail changes per call
-        x = cupy.arange(n, dtype=cupy.float64)
-        y = cupy.full(n + 1, -7.0)
-        launch(stream, -(-n // 64), (x.data.ptr, y.data.ptr, n))
-        np.testing.assert_array_equal(y.get(), np.append(-2.0 * np.arange(n) + 0.75, -7.0))
-    launch(stream, 0, (0, 0, 0))  # an empty grid launches nothing
+        order = rng.permutation(1000)[:n]
+        out = [cupy.full(n + 1, 7, dtype=dtype) for dtype in (cupy.uint64, cupy.uint64, cupy.int64)]
+        d_order = cupy.asarray(order)
+        launch(stream, -(-n // 64), (d_order.data.ptr, n, *(o.data.ptr for o in out)))
+        _assert_blocks(keys, bitmaps, order, *(o[:n] for o in out))
+        assert all(int(o[n]) == 7 for o in out)  # nothing past nblocks
+    launch(stream, 0, (0, 0, 0, 0, 0))  # an empty grid launches nothing
 
 
 @pytest.mark.gpu
@@ -86,17 +104,20 @@ def test_prepared_launch_from_threads_keeps_each_call_its_arguments():
 
     import cupy
 
-    kernel = cupy.RawKernel(_PACKED_SOURCE, "bmsparse_test_packed")
-    pair = np.array([(1, 0.0)], dtype=_PAIR)[0]
-    launch = _kernels.PreparedLaunch(kernel, (np.int32(1), pair), _PACKED_TAIL, block=128)
+    rng = np.random.default_rng(6)
     n = 4096
-    xs = [cupy.full(n, float(t)) for t in range(8)]
-    ys = [cupy.zeros(n) for _ in range(8)]
+    keys, bitmaps = _random_blocks(rng, n)
+    d_keys, d_bitmaps = cupy.asarray(keys), cupy.asarray(bitmaps)
+    launch = _blocks_launch(d_keys, d_bitmaps, 128)
+    orders = [rng.permutation(n) for _ in range(8)]
+    d_orders = [cupy.asarray(order) for order in orders]
+    outs = [[cupy.zeros(n, dtype=cupy.uint64), cupy.zeros(n, dtype=cupy.uint64),
+             cupy.zeros(n, dtype=cupy.int64)] for _ in range(8)]
     stream = cupy.cuda.get_current_stream().ptr
 
     def run(t):
         for _ in range(50):
-            launch(stream, n // 128, (xs[t].data.ptr, ys[t].data.ptr, n))
+            launch(stream, n // 128, (d_orders[t].data.ptr, n, *(o.data.ptr for o in outs[t])))
 
     threads = [threading.Thread(target=run, args=(t,)) for t in range(8)]
     for thread in threads:
@@ -104,5 +125,5 @@ def test_prepared_launch_from_threads_keeps_each_call_its_arguments():
     for thread in threads:
         thread.join()
     cupy.cuda.Device().synchronize()
-    for t, y in enumerate(ys):
-        np.testing.assert_array_equal(y.get(), np.full(n, float(t)))
+    for order, out in zip(orders, outs):
+        _assert_blocks(keys, bitmaps, order, *out)

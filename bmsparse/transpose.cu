@@ -120,6 +120,39 @@ __device__ __forceinline__ void move_transposed_row(
         if (u < n) out[u] = v[u];
 }
 
+// the values of A's block s (bitmap `bitmap`) to their output block, whose
+// values start at t_offset: by one thread, in A's order, a few loads in
+// flight at a time. For blocks of a few values (the graphs), where pass 5's
+// 8 threads a block mostly find empty rows
+template <typename T>
+__device__ __forceinline__ void move_block_values(const long long* __restrict__ offsets,
+                                                  const T* __restrict__ values, long long s,
+                                                  u64 bitmap, u64 t_offset,
+                                                  T* __restrict__ t_values)
+{
+    constexpr int U = 4;
+    const T* in = values + offsets[s];
+    T* out = t_values + t_offset;
+    const u64 t_bitmap = transpose_bitmap(bitmap);
+    for (int i0 = 0; bitmap; i0 += U) {
+        T v[U];
+        int at[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            at[u] = -1;
+            if (bitmap) {
+                const int b = __ffsll(bitmap) - 1;
+                bitmap &= bitmap - 1ull;
+                at[u] = value_index(t_bitmap, bit_of(b & 7, b >> 3));
+                v[u] = in[i0 + u];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            if (at[u] >= 0) out[at[u]] = v[u];
+    }
+}
+
 // ---- bmsparse_transpose_columns ---------------------------------------------
 
 #ifndef BMSPARSE_TRANSPOSE_SHORT
@@ -716,6 +749,202 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
                                                t_values);
         }
     }
+}
+
+// ---- bmsparse_transpose_tiles ------------------------------------------------
+
+// the first of tile t's blocks: nblocks * t / tiles (below 2^32 * 2^16)
+__device__ __forceinline__ long long tile_start(long long nblocks, long long t)
+{
+    return nblocks * t / gridDim.x;
+}
+
+// pass 1 of the tiles: `column` (shared, nbcols words) counts the tile's
+// blocks per block column, (value count << 32 | 1), and becomes row t of
+// `counts`
+__device__ void count_tile(const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
+                           long long lo, long long hi, long long nbcols, bool with_values,
+                           u64* column, u64* counts)
+{
+    for (long long c = threadIdx.x; c < nbcols; c += blockDim.x) column[c] = 0ull;
+    __syncthreads();
+    for (long long s = lo + threadIdx.x; s < hi; s += blockDim.x) {
+        const u64 n = with_values ? (u64)__popcll(bitmaps[s]) : 0ull;
+        atomicAdd(column + block_col(keys[s]), (n << 32) | 1ull);
+    }
+    __syncthreads();
+    u64* row = counts + blockIdx.x * nbcols;
+    for (long long c = threadIdx.x; c < nbcols; c += blockDim.x) row[c] = column[c];
+}
+
+// column c's counts (0 past nbcols) summed over tiles [t0, t1), 8 loads
+// in flight
+__device__ __forceinline__ u64 column_sum(const u64* counts, long long nbcols, long long c,
+                                          long long t0, long long t1)
+{
+    u64 sum = 0;
+    for (long long t = t0; c < nbcols && t < t1; t += 8) {
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+            if (t + u < t1) sum += __ldcg(counts + (t + u) * nbcols + c);
+    }
+    return sum;
+}
+
+// pass 2 of the tiles: exclusive scan of `counts` (tiles x nbcols, row
+// after row) in place, in column order (column c of every tile before c +
+// 1): counts[t][c] becomes the first output block (low half) and value
+// (high half) of tile t's blocks of column c, and ptr[c] the column's first
+// block. A thread block takes a run of groups of 32 columns; in a group, lane
+// l of warp w sums column l over the w-th run of tiles.
+// `part`: shared memory for 32 values per warp.
+__device__ void scan_tiles(u64* counts, long long nblocks, long long nbcols, long long* ptr,
+                           u64* bar, u64* block_sums, u64* warp_sums, u64* part)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nwarps = blockDim.x >> 5;
+    const long long tiles = gridDim.x;
+    const long long ngroups = (nbcols + 31) >> 5;
+    const long long run = (ngroups + gridDim.x - 1) / gridDim.x;
+    const long long g0 = min(ngroups, blockIdx.x * run), g1 = min(ngroups, g0 + run);
+    const long long per_warp = (tiles + nwarps - 1) / nwarps;
+    const long long t0 = min(tiles, warp * per_warp), t1 = min(tiles, t0 + per_warp);
+    u64 sum = 0, total;
+    for (long long g = g0; g < g1; ++g) sum += column_sum(counts, nbcols, (g << 5) + lane, t0, t1);
+    block_exclusive_scan(sum, warp_sums, &total);
+    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
+    grid_barrier(bar);
+    u64 before = 0;
+    for (long long b = threadIdx.x; b < blockIdx.x; b += blockDim.x)
+        before += __ldcg(block_sums + b);
+    block_exclusive_scan(before, warp_sums, &before);  // the sum over the thread block
+    for (long long g = g0; g < g1; ++g) {
+        const long long c = (g << 5) + lane;
+        // (a thread block of one group summed it above)
+        part[warp * 32 + lane] = g1 - g0 == 1 ? sum : column_sum(counts, nbcols, c, t0, t1);
+        __syncthreads();
+        if (warp == 0) {
+            u64 column = 0;  // column c's sum over the warps' runs before each
+            for (int w = 0; w < nwarps; ++w) {
+                const u64 x = part[w * 32 + lane];
+                part[w * 32 + lane] = column;
+                column += x;
+            }
+            u64 group;
+            const u64 first = before + warp_exclusive_scan(column, &group);
+            for (int w = 0; w < nwarps; ++w) part[w * 32 + lane] += first;
+            if (c < nbcols) ptr[c] = (long long)(first & 0xffffffffull);
+            if (lane == 0) warp_sums[0] = group;
+        }
+        __syncthreads();
+        u64 at = part[warp * 32 + lane];
+        for (long long t = t0; c < nbcols && t < t1; t += 8) {
+            u64 v[8];
+#pragma unroll
+            for (int u = 0; u < 8; ++u) v[u] = t + u < t1 ? __ldcg(counts + (t + u) * nbcols + c) : 0ull;
+#pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                if (t + u < t1) counts[(t + u) * nbcols + c] = at;
+                at += v[u];
+            }
+        }
+        before += warp_sums[0];
+        __syncthreads();  // part and warp_sums are reused
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) ptr[nbcols] = nblocks;
+}
+
+// pass 3 of the tiles: the tile's blocks, in A's order, take the next
+// places of their columns (`column`, shared, loaded from row t of
+// `counts`). A warp's blocks of one column rank among themselves by lane
+// (__match_any_sync); the warps of the thread block take their columns'
+// places in turn. So the blocks land in A's order within each column:
+// stably, with no sort. `outputs` as for bmsparse_transpose_columns, but
+// the values (2) are moved by the thread that writes their block. Each
+// round loads the next round's blocks before its barriers.
+template <typename T>
+__device__ void place_tile(const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
+                           const long long* __restrict__ offsets, const T* __restrict__ values,
+                           long long lo, long long hi, long long nbcols, int outputs,
+                           u64* column, const u64* counts, unsigned int* lane_values,
+                           long long* order, u64* t_keys, u64* t_bitmaps, long long* t_offsets,
+                           T* t_values)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nwarps = blockDim.x >> 5;
+    const u64* row = counts + blockIdx.x * nbcols;
+    for (long long c = threadIdx.x; c < nbcols; c += blockDim.x) column[c] = __ldcg(row + c);
+    long long s = lo + threadIdx.x;
+    u64 key = s < hi ? keys[s] : 0ull;
+    u64 bitmap = s < hi && outputs ? bitmaps[s] : 0ull;
+    __syncthreads();
+    for (; s - threadIdx.x < hi; s += blockDim.x) {
+        const bool valid = s < hi;
+        const long long next = s + blockDim.x;
+        const u64 next_key = next < hi ? keys[next] : 0ull;
+        const u64 next_bitmap = next < hi && outputs ? bitmaps[next] : 0ull;
+        const unsigned int c = valid ? block_col(key) : 0xffffffffu;
+        const unsigned int peers = __match_any_sync(0xffffffffu, c);
+        const unsigned int below = peers & ((1u << lane) - 1u);
+        const unsigned int n = (unsigned int)__popcll(bitmap);
+        lane_values[threadIdx.x] = n;
+        __syncwarp();
+        unsigned int before = 0;  // the values of this column's blocks in lanes below
+        for (unsigned int m = below; m; m &= m - 1u)
+            before += lane_values[(threadIdx.x & ~31) + __ffs(m) - 1];
+        // the column's highest lane takes the places of its blocks in the warp
+        const bool last = valid && (peers >> lane) == 1u;
+        u64 base = 0;
+        for (int w = 0; w < nwarps; ++w) {
+            if (w == warp && last) {
+                base = column[c];
+                column[c] = base + (((u64)(before + n) << 32) | (u64)__popc(peers));
+            }
+            __syncthreads();
+        }
+        base = __shfl_sync(0xffffffffu, base, 31 - __clz(peers));
+        if (valid) {
+            const long long q = (long long)(base & 0xffffffffull) + __popc(below);
+            const u64 t_offset = (base >> 32) + before;
+            order[q] = s;
+            if (outputs) {
+                t_keys[q] = make_key((u64)c, block_row(key));
+                t_bitmaps[q] = transpose_bitmap(bitmap);
+                t_offsets[q] = (long long)t_offset;
+            }
+            if (outputs == 2) move_block_values(offsets, values, s, bitmap, t_offset, t_values);
+        }
+        key = next_key;
+        bitmap = next_bitmap;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose_tiles(
+    const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
+    const long long* __restrict__ offsets, const T* __restrict__ values,
+    long long nblocks, long long nbcols, long long outputs, u64* work, long long* ptr,
+    long long* order, u64* t_keys, u64* t_bitmaps, long long* t_offsets, T* t_values)
+{
+    extern __shared__ u64 column[];  // [nbcols]
+    __shared__ u64 warp_sums[32];
+    __shared__ u64 part[BMSPARSE_TRANSPOSE_THREADS];
+    __shared__ unsigned int lane_values[BMSPARSE_TRANSPOSE_THREADS];
+    u64* bar = work;
+    u64* block_sums = work + 2;
+    u64* counts = work + 2 + gridDim.x;
+    const long long lo = tile_start(nblocks, blockIdx.x);
+    const long long hi = tile_start(nblocks, blockIdx.x + 1);
+    // 1. count
+    count_tile(keys, bitmaps, lo, hi, nbcols, outputs != 0, column, counts);
+    grid_barrier(bar);
+    // 2. scan
+    scan_tiles(counts, nblocks, nbcols, ptr, bar, block_sums, warp_sums, part);
+    grid_barrier(bar);
+    // 3. place and write
+    place_tile(keys, bitmaps, offsets, values, lo, hi, nbcols, (int)outputs, column, counts,
+               lane_values, order, t_keys, t_bitmaps, t_offsets, t_values);
+    if (outputs && blockIdx.x == 0 && threadIdx.x == 0) t_offsets[nblocks] = offsets[nblocks];
 }
 
 // ---- the two-kernel path -----------------------------------------------------

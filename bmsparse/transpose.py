@@ -29,6 +29,7 @@ from ._sputils import get_array_module
 
 _KERNELS = "transpose.cu"
 _kernels.register(_KERNELS, {"bmsparse_transpose_columns": ("T",),
+                             "bmsparse_transpose_tiles": ("T",),
                              "bmsparse_transpose_blocks": (),
                              "bmsparse_transpose_values": ("T",)})
 THREADS = 512  # BMSPARSE_TRANSPOSE_THREADS
@@ -58,6 +59,20 @@ ROW_GROUP_COUNTERS = 1 << 19
 #: (27 K blocks of 1-2 values)
 VALUE_THREADS_PER_BLOCK = 4
 VALUE_THREADS = 1 << 16
+#: The tiles kernel (bmsparse_transpose_tiles) cuts A's blocks into one tile
+#: per thread block and counts a tile's blocks per block column in shared
+#: memory (8 bytes a column, up to TILE_COLUMNS columns), then scans a
+#: count per tile and column (tiles x block columns). Its tiles have at
+#: least TILE_BLOCKS blocks, and are fewer where the counts would outnumber
+#: the blocks TILE_COUNTERS times; past TILE_MOST_BLOCKS blocks a tile, or
+#: TILE_VALUES values a block on average (its writers move a block's values
+#: one by one), the bucket kernel is faster. ncu, H200, against the bucket
+#: kernel: see benchmarks/NOTES.md, session 37.
+TILE_COLUMNS = 1 << 14
+TILE_BLOCKS = 512
+TILE_COUNTERS = 3
+TILE_MOST_BLOCKS = 2048
+TILE_VALUES = 6
 
 
 def column_order(keys: Any) -> Any:
@@ -175,13 +190,20 @@ def bucket_shift(nblocks: int, nbrows: int, nbcols: int) -> int:
     return (least_rows - 1).bit_length()
 
 
-_COLUMNS_SIZES = ("nblocks", "nbcols", "groups", "group_shift", "by_rows", "outputs")
-#: the arguments of bmsparse_transpose_columns, as packed by its
-#: :class:`_kernels.PreparedLaunch` (pointers as uint64)
-_COLUMNS_ARGS = np.dtype([
-    (name, np.int64 if name in _COLUMNS_SIZES else np.uint64)
-    for name in ("keys", "bitmaps", "offsets", "values", *_COLUMNS_SIZES, "work", "ptr",
-                 "placed", "order", "t_keys", "t_bitmaps", "t_offsets", "t_values")])
+_SIZES = ("nblocks", "nbcols", "groups", "group_shift", "by_rows", "outputs")
+
+
+def _arguments(*names: str) -> np.dtype:
+    """The arguments of a one-launch kernel, as packed by its
+    :class:`_kernels.PreparedLaunch` (pointers as uint64)."""
+    return np.dtype([(name, np.int64 if name in _SIZES else np.uint64) for name in names])
+
+
+_HEADS = ("keys", "bitmaps", "offsets", "values")
+_TAILS = ("t_keys", "t_bitmaps", "t_offsets", "t_values")
+_COLUMNS_ARGS = _arguments(*_HEADS, *_SIZES, "work", "ptr", "placed", "order", *_TAILS)
+_TILES_ARGS = _arguments(*_HEADS, "nblocks", "nbcols", "outputs", "work", "ptr", "order",
+                         *_TAILS)
 
 
 class _Plan(NamedTuple):
@@ -189,6 +211,7 @@ class _Plan(NamedTuple):
 
     launch: Any  # _kernels.PreparedLaunch
     grid: int
+    tiles: bool  # bmsparse_transpose_tiles (else bmsparse_transpose_columns)
     shift: int  # bucket_shift
     groups: int  # buckets per block column
     by_rows: bool  # the counters row group after row group
@@ -202,6 +225,16 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
     """The plan of ``_columns_cuda`` for these sizes on ``device`` (the
     current one), kept for the matrices transposed last: it took a few
     microseconds of a small transpose's host time."""
+    if 0 < nbcols <= TILE_COLUMNS and (nvalues is None or nvalues <= TILE_VALUES * nblocks):
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_tiles", T=dtype)
+        shared = 8 * nbcols
+        grid = min(_kernels.resident_blocks(kernel, THREADS, shared),
+                   -(-nblocks // TILE_BLOCKS), TILE_COUNTERS * nblocks // nbcols)
+        if grid > 0 and grid * TILE_MOST_BLOCKS >= nblocks:
+            # the barrier (zeroed), the thread blocks' sums, the tiles' counts
+            launch = _kernels.PreparedLaunch(kernel, (), _TILES_ARGS, block=THREADS,
+                                             shared_mem=shared, cooperative=True)
+            return _Plan(launch, grid, True, 0, 1, False, 16, 8 * (2 + grid + grid * nbcols))
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_columns", T=dtype)
     shift = bucket_shift(nblocks, nbrows, nbcols)
     groups = max(-(-nbrows >> shift), 1)
@@ -220,7 +253,7 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
     # leave room for a SHORT of 3)
     zeroed = 8 * (nbuckets + 3 + grid)
     launch = _kernels.PreparedLaunch(kernel, (), _COLUMNS_ARGS, block=THREADS, cooperative=True)
-    return _Plan(launch, grid, shift, groups, nbuckets >= ROW_GROUP_COUNTERS, zeroed,
+    return _Plan(launch, grid, False, shift, groups, nbuckets >= ROW_GROUP_COUNTERS, zeroed,
                  zeroed + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
 
 
@@ -249,12 +282,16 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     outputs = 0 if blocks is None else 1 if values is None else 2
     t_blocks = (0, 0, 0) if blocks is None else \
         (blocks.ptr, blocks.ptr + 8 * nblocks, blocks.ptr + 16 * nblocks)  # block_arrays'
-    plan.launch(_kernels._CURRENT_STREAM().ptr, plan.grid, (
-        keys.data.ptr, 0 if bitmaps is None else bitmaps.data.ptr,
-        0 if bitmaps is None else offsets.data.ptr, 0 if values is None else values.data.ptr,
-        nblocks, nbcols, plan.groups, plan.shift, plan.by_rows, outputs,
-        work.ptr, column.ptr + 8 * nblocks, work.ptr + plan.zeroed, column.ptr, *t_blocks,
-        0 if t_values is None else t_values.ptr))
+    heads = (keys.data.ptr, 0 if bitmaps is None else bitmaps.data.ptr,
+             0 if bitmaps is None else offsets.data.ptr, 0 if values is None else values.data.ptr)
+    tails = (*t_blocks, 0 if t_values is None else t_values.ptr)
+    if plan.tiles:
+        args = (*heads, nblocks, nbcols, outputs, work.ptr, column.ptr + 8 * nblocks, column.ptr,
+                *tails)
+    else:
+        args = (*heads, nblocks, nbcols, plan.groups, plan.shift, plan.by_rows, outputs,
+                work.ptr, column.ptr + 8 * nblocks, work.ptr + plan.zeroed, column.ptr, *tails)
+    plan.launch(_kernels._CURRENT_STREAM().ptr, plan.grid, args)
     order = _kernels.device_array(column, 0, nblocks, np.int64)
     ptr = _kernels.device_array(column, 8 * nblocks, nbcols + 1, np.int64)
     if blocks is None:

@@ -131,12 +131,78 @@ def _set_bucket_rows(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 
 @pytest.fixture(params=["by column", "by rows"])
 def counters(request, monkeypatch):
-    """The one-launch kernel's bucket counters in the output's order, or row
-    group after row group (every matrix here has fewer buckets than
+    """The bucket kernel (not the tiles kernel, which would take most
+    matrices here), its counters in the output's order, or row group after
+    row group (every matrix here has fewer buckets than
     ``ROW_GROUP_COUNTERS``, which picks the second)."""
+    monkeypatch.setattr(transpose, "TILE_COLUMNS", 0)
     if request.param == "by rows":
         monkeypatch.setattr(transpose, "ROW_GROUP_COUNTERS", 0)
     return request.param
+
+
+#: tiles of the tiles kernel: one for the whole matrix (its passes in
+#: rounds of a thread block), 8 blocks each (as many tiles as are resident:
+#: thread blocks scanning several groups of columns), or transpose.py's
+TILE_BLOCKS = {"one tile": 1 << 40, "8 blocks": 8, "chosen": None}
+
+
+@pytest.fixture(params=TILE_BLOCKS)
+def tiles(request, monkeypatch):
+    """The tiles kernel for every matrix of at most ``TILE_COLUMNS`` block
+    columns, whatever its values and tiles."""
+    monkeypatch.setattr(transpose, "TILE_VALUES", 64)
+    monkeypatch.setattr(transpose, "TILE_COUNTERS", 1 << 40)
+    monkeypatch.setattr(transpose, "TILE_MOST_BLOCKS", 1 << 40)
+    if TILE_BLOCKS[request.param] is not None:
+        monkeypatch.setattr(transpose, "TILE_BLOCKS", TILE_BLOCKS[request.param])
+    return request.param
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float64", "complex128"])
+@pytest.mark.parametrize("case", ["tall", "full-block", "empty", "dense", "wide"])
+def test_tiles_equal_numpy(case, dtype, tiles):
+    a = BitmapMatrix(named(case, dtype))
+    _assert_stages_equal(_stage(a.to_device()), _stage(a))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("clustered", [False, True], ids=["spread", "clustered"])
+@pytest.mark.parametrize("dtype", ["bool", "float64"])
+def test_tiles_place_columns_of_every_length(dtype, clustered, tiles):
+    # a warp's blocks of one column (up to all 32 lanes) take their places
+    # together, the warps of a thread block in turn, tile after tile
+    lengths = [1, 0, 6, 7, 31, 32, 33, 500, 8192, 8193, 9000, 2, 64, 65, 63, 128, 129]
+    a = BitmapMatrix(_column_lengths_matrix(lengths, dtype, seed=8, clustered=clustered))
+    d = a.to_device()
+    _assert_stages_equal(_stage(d), _stage(a))
+    assert_same_csr(d.T.get().to_scipy(), a.to_scipy().T, rtol=0)
+
+
+@pytest.mark.gpu
+def test_column_pointer_alone_by_tiles(tiles):
+    a = BitmapMatrix(_column_lengths_matrix([3, 40, 0, 1, 700] * 20, "float64", seed=9))
+    nbrows = _format.nblocks_along(a.shape[0])
+    order, ptr = transpose.column_pointer(a.keys, nbrows, 100)
+    d_order, d_ptr = transpose.column_pointer(a.to_device().keys, nbrows, 100)
+    np.testing.assert_array_equal(d_order.get(), order)
+    np.testing.assert_array_equal(d_ptr.get(), ptr)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nblocks, nbcols, nvalues, tiles", [
+    (185_272, 4_587, 367_662, True),  # email-Enron: tiles of about 1,500 blocks
+    (116_165, 651, 217_073, True),  # squirrel
+    (718, 106, 4_089, True),  # young1c: two tiles
+    (553_279, 125_001, 3_131_311, False),  # the surrogate: too many columns
+    (105_205, 7_824, 147_892, False),  # p2p-Gnutella31: tiles too long
+    (26_933, 1_093, 591_904, False),  # bcsstk33: 22 values a block
+    (0, 10, 0, False),
+])
+def test_plan_takes_tiles_for_graphs_of_few_columns(nblocks, nbcols, nvalues, tiles):
+    plan = transpose._plan(nblocks, nbcols, nbcols, nvalues, np.dtype(np.float64), 0)
+    assert plan.tiles is tiles
 
 
 @pytest.mark.gpu

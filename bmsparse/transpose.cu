@@ -40,6 +40,23 @@
 // `outputs` 0: passes 1-4 write `order` and `ptr` only, the column pointer
 // of A.T @ x and of the task list; 1: and the blocks (no values).
 //
+// bmsparse_transpose_tiles: the same in one cooperative launch of three
+// passes, for matrices of few block columns (transpose.py's TILE_COLUMNS):
+// thread block t takes a tile of A's blocks (nblocks * t / grid up to the
+// next tile's first).
+//   1. count: the tile's blocks per block column, (value count << 32 | 1),
+//      in shared memory (nbcols words of dynamic shared memory), written to
+//      row t of `counts`;
+//   2. scan: an exclusive scan of `counts` in column order (column c of
+//      every tile, then column c + 1) in place, and `ptr`;
+//   3. place: the tile's blocks, in A's order, take the next places of their
+//      columns from row t, kept in shared memory: a warp's blocks of one
+//      column by lane (__match_any_sync), the warps in turn. The blocks land
+//      in A's order within each column, with no sort; each is written with
+//      its values (one thread a block).
+// Its `work` is the barrier (zeroed), a word per thread block and
+// counts[grid * nbcols]; it takes no groups, group_shift, by_rows or placed.
+//
 // bmsparse_transpose_blocks / bmsparse_transpose_values: pass 4's blocks
 // and pass 5 for a given `order` (a sort made in transpose.py), for
 // matrices beyond the one-launch kernel's limits (2^32 or more blocks or
@@ -79,7 +96,7 @@
 // contiguous).
 // Work: O(nblocks + nbcols * groups + nnz), and to sort a bucket of L
 // blocks O(L^2) at most 32 (in parallel), O(L) by bins, else
-// O(L log^2 L).
+// O(L log^2 L); tiles: O(nblocks + grid * nbcols + nnz).
 // Deterministic: values are only moved, the order is a sort.
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"

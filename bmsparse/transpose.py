@@ -8,10 +8,13 @@ enough. That order and the block-column pointer, the column pointer of A,
 are what the transposed products of :mod:`bmsparse.spmv` and the task list
 use too; the matrix keeps them. See ``transpose.cu``.
 
-On the GPU one cooperative launch does it all (a counting sort of the
-blocks by buckets of rows of each block column, then the blocks and the
-values of A.T); past its limits (2^32 blocks or values, or block columns far
-outnumbering blocks) a sort of the block columns and three launches do.
+On the GPU one cooperative launch does it all: for a matrix of few block
+columns and few values a block (the graphs), a stable counting sort of the
+blocks by tiles of A (each tile counts its columns in shared memory); for
+others, a counting sort of the blocks by buckets of rows of each block
+column; then the blocks and the values of A.T. Past their limits (2^32
+blocks or values, or block columns far outnumbering blocks) a sort of the
+block columns and three launches do.
 """
 
 from __future__ import annotations

@@ -678,13 +678,7 @@ __device__ void scan_buckets(const Columns& k, long long nblocks, long long nbuc
     u64 sum = 0, total;
     for (long long b = lo + threadIdx.x; b < hi; b += blockDim.x)
         sum += __ldcg(k.counters + slot_at(k, b));
-    block_exclusive_scan(sum, warp_sums, &total);
-    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
-    grid_barrier(bar);
-    u64 before = 0;
-    for (long long t = threadIdx.x; t < blockIdx.x; t += blockDim.x)
-        before += __ldcg(block_sums + t);
-    block_exclusive_scan(before, warp_sums, &before);
+    u64 before = grid_blocks_before(sum, bar, block_sums, warp_sums);
     for (long long b0 = lo; b0 < hi; b0 += blockDim.x) {
         const long long b = b0 + threadIdx.x;
         u64* counter = k.counters + (b < hi ? slot_at(k, b) : 0);
@@ -826,15 +820,9 @@ __device__ void scan_tiles(u64* counts, long long nblocks, long long nbcols, lon
     const long long g0 = min(ngroups, blockIdx.x * run), g1 = min(ngroups, g0 + run);
     const long long per_warp = (tiles + nwarps - 1) / nwarps;
     const long long t0 = min(tiles, warp * per_warp), t1 = min(tiles, t0 + per_warp);
-    u64 sum = 0, total;
+    u64 sum = 0;
     for (long long g = g0; g < g1; ++g) sum += column_sum(counts, nbcols, (g << 5) + lane, t0, t1);
-    block_exclusive_scan(sum, warp_sums, &total);
-    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
-    grid_barrier(bar);
-    u64 before = 0;
-    for (long long b = threadIdx.x; b < blockIdx.x; b += blockDim.x)
-        before += __ldcg(block_sums + b);
-    block_exclusive_scan(before, warp_sums, &before);  // the sum over the thread block
+    u64 before = grid_blocks_before(sum, bar, block_sums, warp_sums);
     for (long long g = g0; g < g1; ++g) {
         const long long c = (g << 5) + lane;
         // (a thread block of one group summed it above)

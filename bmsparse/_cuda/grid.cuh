@@ -133,6 +133,24 @@ __device__ __forceinline__ V fresh_load(const V* p)
     }
 }
 
+// the sum of `sum` over the thread blocks before this one (the threads'
+// values summed per block, published in block_sums, one word per thread
+// block), after a grid barrier: the second level of a grid-wide scan whose
+// thread blocks scan runs of their own. `warp_sums`: shared memory for 32
+// values.
+__device__ __forceinline__ u64 grid_blocks_before(u64 sum, u64* bar, u64* block_sums,
+                                                  u64* warp_sums)
+{
+    u64 total, before = 0;
+    block_exclusive_scan(sum, warp_sums, &total);
+    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
+    grid_barrier(bar);
+    for (long long t = threadIdx.x; t < blockIdx.x; t += blockDim.x)
+        before += __ldcg(block_sums + t);
+    block_exclusive_scan(before, warp_sums, &before);  // the sum over the thread block
+    return before;
+}
+
 // exclusive scan of in[0, n) into out[0, n], and out[n] = the total, by the
 // whole grid: each thread block scans an equal run after the sum of the runs
 // before it. One grid barrier inside; the caller's next barrier makes out
@@ -145,13 +163,7 @@ __device__ void grid_exclusive_scan(const long long* in, long long n, long long*
     const long long lo = min(n, (long long)blockIdx.x * run), hi = min(n, lo + run);
     u64 sum = 0, total;
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) sum += (u64)__ldcg(in + i);
-    block_exclusive_scan(sum, warp_sums, &total);
-    if (threadIdx.x == 0) block_sums[blockIdx.x] = total;
-    grid_barrier(bar);
-    u64 before = 0;
-    for (long long t = threadIdx.x; t < blockIdx.x; t += blockDim.x)
-        before += __ldcg(block_sums + t);
-    block_exclusive_scan(before, warp_sums, &before);  // the sum over the thread block
+    u64 before = grid_blocks_before(sum, bar, block_sums, warp_sums);
     for (long long i0 = lo; i0 < hi; i0 += blockDim.x) {
         const long long i = i0 + threadIdx.x;
         const u64 v = i < hi ? (u64)__ldcg(in + i) : 0ull;

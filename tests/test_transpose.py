@@ -181,6 +181,15 @@ def test_tiles_place_columns_of_every_length(dtype, clustered, tiles):
 
 
 @pytest.mark.gpu
+def test_tiles_count_more_columns_than_48_kib_hold(tiles):
+    # 8 bytes a block column: 7,000 need shared memory past the 48 KiB a
+    # launch gets without opting in
+    lengths = [(7 * j) % 5 for j in range(7_000)]
+    a = BitmapMatrix(_column_lengths_matrix(lengths, "float64", seed=13))
+    _assert_stages_equal(_stage(a.to_device()), _stage(a))
+
+
+@pytest.mark.gpu
 def test_column_pointer_alone_by_tiles(tiles):
     a = BitmapMatrix(_column_lengths_matrix([3, 40, 0, 1, 700] * 20, "float64", seed=9))
     nbrows = _format.nblocks_along(a.shape[0])

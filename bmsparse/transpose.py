@@ -215,9 +215,9 @@ class _Plan(NamedTuple):
     launch: Any  # _kernels.PreparedLaunch
     grid: int
     tiles: bool  # bmsparse_transpose_tiles (else bmsparse_transpose_columns)
-    shift: int  # bucket_shift
-    groups: int  # buckets per block column
-    by_rows: bool  # the counters row group after row group
+    # the kernel's arguments between A's arrays and `outputs`: nblocks and
+    # nbcols, and for the bucket kernel groups, group_shift and by_rows
+    sizes: tuple[int, ...]
     zeroed: int  # bytes of the scratch zeroed before the launch
     scratch: int  # bytes of scratch in all
 
@@ -237,7 +237,8 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
             # the barrier (zeroed), the thread blocks' sums, the tiles' counts
             launch = _kernels.PreparedLaunch(kernel, (), _TILES_ARGS, block=THREADS,
                                              shared_mem=shared, cooperative=True)
-            return _Plan(launch, grid, True, 0, 1, False, 16, 8 * (2 + grid + grid * nbcols))
+            return _Plan(launch, grid, True, (nblocks, nbcols), 16,
+                         8 * (2 + grid + grid * nbcols))
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_columns", T=dtype)
     shift = bucket_shift(nblocks, nbrows, nbcols)
     groups = max(-(-nbrows >> shift), 1)
@@ -256,7 +257,8 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
     # leave room for a SHORT of 3)
     zeroed = 8 * (nbuckets + 3 + grid)
     launch = _kernels.PreparedLaunch(kernel, (), _COLUMNS_ARGS, block=THREADS, cooperative=True)
-    return _Plan(launch, grid, False, shift, groups, nbuckets >= ROW_GROUP_COUNTERS, zeroed,
+    return _Plan(launch, grid, False,
+                 (nblocks, nbcols, groups, shift, int(nbuckets >= ROW_GROUP_COUNTERS)), zeroed,
                  zeroed + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
 
 
@@ -287,14 +289,11 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
         (blocks.ptr, blocks.ptr + 8 * nblocks, blocks.ptr + 16 * nblocks)  # block_arrays'
     heads = (keys.data.ptr, 0 if bitmaps is None else bitmaps.data.ptr,
              0 if bitmaps is None else offsets.data.ptr, 0 if values is None else values.data.ptr)
-    tails = (*t_blocks, 0 if t_values is None else t_values.ptr)
-    if plan.tiles:
-        args = (*heads, nblocks, nbcols, outputs, work.ptr, column.ptr + 8 * nblocks, column.ptr,
-                *tails)
-    else:
-        args = (*heads, nblocks, nbcols, plan.groups, plan.shift, plan.by_rows, outputs,
-                work.ptr, column.ptr + 8 * nblocks, work.ptr + plan.zeroed, column.ptr, *tails)
-    plan.launch(_kernels._CURRENT_STREAM().ptr, plan.grid, args)
+    # the bucket kernel's `placed` follows the zeroed scratch
+    placed = () if plan.tiles else (work.ptr + plan.zeroed,)
+    plan.launch(_kernels._CURRENT_STREAM().ptr, plan.grid, (
+        *heads, *plan.sizes, outputs, work.ptr, column.ptr + 8 * nblocks, *placed, column.ptr,
+        *t_blocks, 0 if t_values is None else t_values.ptr))
     order = _kernels.device_array(column, 0, nblocks, np.int64)
     ptr = _kernels.device_array(column, 8 * nblocks, nbcols + 1, np.int64)
     if blocks is None:

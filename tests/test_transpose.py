@@ -111,8 +111,9 @@ def _assert_stages_equal(got: tuple, want: tuple) -> None:
 
 @pytest.fixture(autouse=True)
 def fresh_plans():
-    """Plans of the one-launch kernel are kept per size: tests that patch
-    what makes them (bucket_shift, ROW_GROUP_COUNTERS) need their own."""
+    """Plans of the one-launch kernels are kept per size: tests that patch
+    what makes them (bucket_shift, ROW_GROUP_COUNTERS, the TILE_ constants)
+    need their own."""
     transpose._plan.cache_clear()
     yield
     transpose._plan.cache_clear()
@@ -144,18 +145,18 @@ def counters(request, monkeypatch):
 #: tiles of the tiles kernel: one for the whole matrix (its passes in
 #: rounds of a thread block), 8 blocks each (as many tiles as are resident:
 #: thread blocks scanning several groups of columns), or transpose.py's
-TILE_BLOCKS = {"one tile": 1 << 40, "8 blocks": 8, "chosen": None}
+TILES = {"one tile": 1 << 40, "8 blocks": 8, "chosen": None}
 
 
-@pytest.fixture(params=TILE_BLOCKS)
+@pytest.fixture(params=TILES)
 def tiles(request, monkeypatch):
     """The tiles kernel for every matrix of at most ``TILE_COLUMNS`` block
     columns, whatever its values and tiles."""
     monkeypatch.setattr(transpose, "TILE_VALUES", 64)
     monkeypatch.setattr(transpose, "TILE_COUNTERS", 1 << 40)
     monkeypatch.setattr(transpose, "TILE_MOST_BLOCKS", 1 << 40)
-    if TILE_BLOCKS[request.param] is not None:
-        monkeypatch.setattr(transpose, "TILE_BLOCKS", TILE_BLOCKS[request.param])
+    if TILES[request.param] is not None:
+        monkeypatch.setattr(transpose, "TILE_BLOCKS", TILES[request.param])
     return request.param
 
 

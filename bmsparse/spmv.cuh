@@ -395,10 +395,10 @@ __device__ __forceinline__ void spmv(
     }
 
 // The arguments of a _unit kernel that stay with the matrix: all but the
-// values, x and y, in one struct passed by value: CuPy's host time grows
-// with the number of launch arguments (spmv.py's _UNIT_BLOCKS, the same
-// layout of nine 8-byte fields, says by how much), and spmv.py builds the
-// struct once per matrix and dtype.
+// values, x and y, in one struct passed by value, which spmv.py packs once
+// per matrix and dtype as the fixed argument of its kept launch
+// (_UNIT_BLOCKS, the same layout of nine 8-byte fields: it says what the
+// struct saved when CuPy launched it).
 struct bm_spmv_blocks {
     const u64* keys;
     const u64* bitmaps;

@@ -21,7 +21,8 @@
 //   1. count: every block adds (its value count << 32 | 1) to its bucket's
 //      counter;
 //   2. scan: an exclusive scan of the counters in place gives each bucket
-//      its first output block (low half) and its first value (high half);
+//      its first output block (low half) and its first value (high half)
+//      (scan_buckets; scan_columns, a thread a column, for counters by rows);
 //   3. place: every block takes the next place of its bucket (the low half
 //      is the cursor, and ends as the bucket's end), so a bucket holds its
 //      blocks in no particular order;
@@ -110,14 +111,14 @@
 #endif
 
 // row r of output block q (A's block s, transposed): column r of A's block,
-// row t of A becoming column t
+// row t of A becoming column t. A's bitmap is the output's transposed back:
+// a load less in a chain of scattered loads
 template <typename T>
 __device__ __forceinline__ void move_transposed_row(
-    const u64* __restrict__ bitmaps, const long long* __restrict__ offsets,
-    const T* __restrict__ values, long long s, u64 t_bitmap, long long t_offset, int r,
-    T* __restrict__ t_values)
+    const long long* __restrict__ offsets, const T* __restrict__ values, long long s,
+    u64 t_bitmap, long long t_offset, int r, T* __restrict__ t_values)
 {
-    const u64 bitmap = bitmaps[s];
+    const u64 bitmap = transpose_bitmap(t_bitmap);
     const T* in = values + offsets[s];
     T* out = t_values + t_offset + value_index(t_bitmap, bit_of(r, 0));
     const unsigned int row = row_bits(t_bitmap, r);
@@ -690,6 +691,47 @@ __device__ void scan_buckets(const Columns& k, long long nblocks, long long nbuc
     }
 }
 
+// pass 2 with the counters by rows (slot()) and at most
+// BMSPARSE_TRANSPOSE_COLUMN_GROUPS groups: the same scan, a thread a block
+// column and its groups, so that a warp's loads of a group's counters are
+// consecutive (scan_buckets' threads take consecutive buckets, which by rows
+// lie nbcols counters apart)
+#ifndef BMSPARSE_TRANSPOSE_COLUMN_GROUPS
+#define BMSPARSE_TRANSPOSE_COLUMN_GROUPS 64
+#endif
+__device__ __forceinline__ u64 column_count(const Columns& k, long long c)
+{
+    u64 n = 0;
+#pragma unroll 4
+    for (long long g = 0; g < k.groups; ++g) n += __ldcg(k.counters + g * k.nbcols + c);
+    return n;
+}
+
+__device__ void scan_columns(const Columns& k, long long nblocks, u64* bar, u64* block_sums,
+                             u64* warp_sums)
+{
+    const long long run = ceil_div32(k.nbcols, gridDim.x);
+    const long long lo = blockIdx.x * run;
+    const long long hi = lo + run < k.nbcols ? lo + run : k.nbcols;
+    u64 sum = 0, total;
+    for (long long c = lo + threadIdx.x; c < hi; c += blockDim.x) sum += column_count(k, c);
+    u64 before = grid_blocks_before(sum, bar, block_sums, warp_sums);
+    for (long long c0 = lo; c0 < hi; c0 += blockDim.x) {
+        const long long c = c0 + threadIdx.x;
+        const bool mine = c < hi;
+        u64 at = before + block_exclusive_scan(mine ? column_count(k, c) : 0ull, warp_sums,
+                                               &total);
+        for (long long g = 0; g < k.groups; ++g) {
+            u64* counter = k.counters + g * k.nbcols + (mine ? c : 0);
+            const u64 v = mine ? __ldcg(counter) : 0ull;
+            if (mine) *counter = at;
+            list_bucket(k, nblocks, c * k.groups + g, v & 0xffffffffull);
+            at += v;
+        }
+        before += total;
+    }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose_columns(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
@@ -717,7 +759,10 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
         atomicAdd(k.counters + slot_of(k, keys[s]), (value_count(k, s) << 32) | 1ull);
     grid_barrier(bar);
     // 2. scan
-    scan_buckets(k, nblocks, nbuckets, bar, work + nbuckets + 2, warp_sums);
+    if (k.by_rows && groups <= BMSPARSE_TRANSPOSE_COLUMN_GROUPS)
+        scan_columns(k, nblocks, bar, work + nbuckets + 2, warp_sums);
+    else
+        scan_buckets(k, nblocks, nbuckets, bar, work + nbuckets + 2, warp_sums);
     grid_barrier(bar);
     // 3. place: the low halves are the buckets' cursors (a bucket's last
     // place is below 2^32, so they never carry into the high halves)
@@ -755,7 +800,7 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
         }
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
-            if (s[u] >= 0) move_transposed_row(bitmaps, offsets, values, s[u], t_bitmap[u],
+            if (s[u] >= 0) move_transposed_row(offsets, values, s[u], t_bitmap[u],
                                                t_offset[u], (int)((i + u * nthreads) & 7),
                                                t_values);
         }
@@ -970,14 +1015,14 @@ extern "C" __global__ void bmsparse_transpose_blocks(
 
 template <typename T>
 __global__ void bmsparse_transpose_values(
-    const u64* __restrict__ bitmaps, const long long* __restrict__ offsets,
-    const T* __restrict__ values, const long long* __restrict__ order, long long nblocks,
+    const long long* __restrict__ offsets, const T* __restrict__ values,
+    const long long* __restrict__ order, long long nblocks,
     const u64* __restrict__ t_bitmaps, const long long* __restrict__ t_offsets,
     T* __restrict__ t_values)
 {
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long q = tid >> 3;
     if (q >= nblocks) return;
-    move_transposed_row(bitmaps, offsets, values, order[q], t_bitmaps[q], t_offsets[q],
+    move_transposed_row(offsets, values, order[q], t_bitmaps[q], t_offsets[q],
                         (int)(tid & 7), t_values);
 }

@@ -317,8 +317,8 @@ def _transpose_cuda(keys, bitmaps, offsets, values, order):
         return t_keys, t_bitmaps, t_offsets, None
     t_values = cupy.empty_like(values)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_values", T=values.dtype)
-    _kernels.launch(kernel, 8 * nblocks, (bitmaps, offsets, values, order, nblocks, t_bitmaps,
-                                          t_offsets, t_values))
+    _kernels.launch(kernel, 8 * nblocks, (offsets, values, order, nblocks, t_bitmaps, t_offsets,
+                                          t_values))
     return t_keys, t_bitmaps, t_offsets, t_values
 
 

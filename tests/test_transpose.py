@@ -135,7 +135,9 @@ def counters(request, monkeypatch):
     """The bucket kernel (not the tiles kernel, which would take most
     matrices here), its counters in the output's order, or row group after
     row group (every matrix here has fewer buckets than
-    ``ROW_GROUP_COUNTERS``, which picks the second)."""
+    ``ROW_GROUP_COUNTERS``, which picks the second). By rows, the scan goes
+    a thread a column up to 64 groups (a column's buckets), else a thread a
+    bucket: the column-length tests reach both."""
     monkeypatch.setattr(transpose, "TILE_COLUMNS", 0)
     if request.param == "by rows":
         monkeypatch.setattr(transpose, "ROW_GROUP_COUNTERS", 0)

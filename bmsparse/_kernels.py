@@ -436,6 +436,37 @@ def bind_cupy() -> None:
     _CONTEXT = (cupy.cuda.driver.ctxGetCurrent, cupy.cuda.driver.ctxSetCurrent)
 
 
+def barrier_words() -> int:
+    """Device pointer to the two uint64 words of a grid barrier
+    (``_cuda/grid.cuh``) for launches on the current stream and device.
+
+    Zeroed once, when first asked for, and never again: every launch that
+    uses them leaves them ready for the next (the last thread block to
+    arrive resets the arrivals; the generation only counts up), so a
+    cooperative launch needs no memset for its barrier (about 6 us of host
+    time). Launches on one stream run one after another and may share
+    them; each stream object has its own, freed with it by ``cudaFree``,
+    which waits for the device.
+    """
+    import cupy
+
+    if _CURRENT_STREAM is None:
+        bind_cupy()
+    stream = _CURRENT_STREAM()
+    device = _GET_DEVICE()
+    words = stream.__dict__.get("_bmsparse_barriers")
+    if words is None:
+        words = stream.__dict__["_bmsparse_barriers"] = {}
+    memory = words.get(device)
+    if memory is None:
+        # not from the pool: a pooled block could be handed on while a
+        # launch of the stream still spins on it
+        memory = cupy.cuda.memory.Memory(16)
+        cupy.cuda.runtime.memset(memory.ptr, 0, 16)
+        words[device] = memory
+    return memory.ptr
+
+
 def _not_contiguous(kernel: Any) -> None:
     # a kernel reads a pointer as a dense array: a strided view (for example a
     # column of cupy.nonzero's result) would be read wrongly

@@ -55,8 +55,9 @@
 //      column by lane (__match_any_sync), the warps in turn. The blocks land
 //      in A's order within each column, with no sort; each is written with
 //      its values (one thread a block).
-// Its `work` is the barrier (zeroed), a word per thread block and
-// counts[grid * nbcols]; it takes no groups, group_shift, by_rows or placed.
+// Its `work` is a word per thread block and counts[grid * nbcols], none
+// zeroed; its barrier is `bar` (_kernels.barrier_words: no memset before the
+// launch); it takes no groups, group_shift, by_rows or placed.
 //
 // bmsparse_transpose_blocks / bmsparse_transpose_values: pass 4's blocks
 // and pass 5 for a given `order` (a sort made in transpose.py), for
@@ -973,16 +974,15 @@ template <typename T>
 __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose_tiles(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
-    long long nblocks, long long nbcols, long long outputs, u64* work, long long* ptr,
+    long long nblocks, long long nbcols, long long outputs, u64* bar, u64* work, long long* ptr,
     long long* order, u64* t_keys, u64* t_bitmaps, long long* t_offsets, T* t_values)
 {
     extern __shared__ u64 column[];  // [nbcols]
     __shared__ u64 warp_sums[32];
     __shared__ u64 part[BMSPARSE_TRANSPOSE_THREADS];
     __shared__ unsigned int lane_values[BMSPARSE_TRANSPOSE_THREADS];
-    u64* bar = work;
-    u64* block_sums = work + 2;
-    u64* counts = work + 2 + gridDim.x;
+    u64* block_sums = work;
+    u64* counts = work + gridDim.x;
     const long long lo = tile_start(nblocks, blockIdx.x);
     const long long hi = tile_start(nblocks, blockIdx.x + 1);
     // 1. count

@@ -205,8 +205,8 @@ def _arguments(*names: str) -> np.dtype:
 _HEADS = ("keys", "bitmaps", "offsets", "values")
 _TAILS = ("t_keys", "t_bitmaps", "t_offsets", "t_values")
 _COLUMNS_ARGS = _arguments(*_HEADS, *_SIZES, "work", "ptr", "placed", "order", *_TAILS)
-_TILES_ARGS = _arguments(*_HEADS, "nblocks", "nbcols", "outputs", "work", "ptr", "order",
-                         *_TAILS)
+_TILES_ARGS = _arguments(*_HEADS, "nblocks", "nbcols", "outputs", "bar", "work", "ptr",
+                         "order", *_TAILS)
 
 
 class _Plan(NamedTuple):
@@ -234,11 +234,11 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
         grid = min(_kernels.resident_blocks(kernel, THREADS, shared),
                    -(-nblocks // TILE_BLOCKS), TILE_COUNTERS * nblocks // nbcols)
         if grid > 0 and grid * TILE_MOST_BLOCKS >= nblocks:
-            # the barrier (zeroed), the thread blocks' sums, the tiles' counts
+            # the thread blocks' sums and the tiles' counts, none zeroed (the
+            # barrier is the stream's: _kernels.barrier_words)
             launch = _kernels.PreparedLaunch(kernel, (), _TILES_ARGS, block=THREADS,
                                              shared_mem=shared, cooperative=True)
-            return _Plan(launch, grid, True, (nblocks, nbcols), 16,
-                         8 * (2 + grid + grid * nbcols))
+            return _Plan(launch, grid, True, (nblocks, nbcols), 0, 8 * (grid + grid * nbcols))
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_columns", T=dtype)
     shift = bucket_shift(nblocks, nbrows, nbcols)
     groups = max(-(-nbrows >> shift), 1)
@@ -279,7 +279,8 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     # dies together: the scratch; A's column order and pointer; A.T's index
     # arrays; A.T's values
     work = cupy.cuda.alloc(plan.scratch)
-    work.memset_async(0, plan.zeroed)
+    if plan.zeroed:
+        work.memset_async(0, plan.zeroed)
     column = cupy.cuda.alloc(8 * (nblocks + nbcols + 1))
     blocks = None if bitmaps is None else _kernels.alloc_blocks(nblocks)
     t_values = None if values is None else cupy.cuda.alloc(values.nbytes)
@@ -289,11 +290,13 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
         (blocks.ptr, blocks.ptr + 8 * nblocks, blocks.ptr + 16 * nblocks)  # block_arrays'
     heads = (keys.data.ptr, 0 if bitmaps is None else bitmaps.data.ptr,
              0 if bitmaps is None else offsets.data.ptr, 0 if values is None else values.data.ptr)
-    # the bucket kernel's `placed` follows the zeroed scratch
+    # the tiles kernel's barrier is the stream's; the bucket kernel's is in
+    # the zeroed scratch, and its `placed` follows that
+    bar = (_kernels.barrier_words(),) if plan.tiles else ()
     placed = () if plan.tiles else (work.ptr + plan.zeroed,)
     plan.launch(_kernels._CURRENT_STREAM().ptr, plan.grid, (
-        *heads, *plan.sizes, outputs, work.ptr, column.ptr + 8 * nblocks, *placed, column.ptr,
-        *t_blocks, 0 if t_values is None else t_values.ptr))
+        *heads, *plan.sizes, outputs, *bar, work.ptr, column.ptr + 8 * nblocks, *placed,
+        column.ptr, *t_blocks, 0 if t_values is None else t_values.ptr))
     order = _kernels.device_array(column, 0, nblocks, np.int64)
     ptr = _kernels.device_array(column, 8 * nblocks, nbcols + 1, np.int64)
     if blocks is None:

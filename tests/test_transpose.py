@@ -202,6 +202,41 @@ def test_column_pointer_alone_by_tiles(tiles):
     np.testing.assert_array_equal(d_ptr.get(), ptr)
 
 
+def _words(pointer: int) -> np.ndarray:
+    """The two uint64 words of a grid barrier at device ``pointer``."""
+    import cupy
+
+    memory = cupy.cuda.UnownedMemory(pointer, 16, None)
+    return cupy.ndarray((2,), cupy.uint64, cupy.cuda.MemoryPointer(memory, 0)).get()
+
+
+@pytest.mark.gpu
+def test_tiles_barrier_is_the_streams_and_left_ready(tiles):
+    # no memset before the tiles kernel: its barrier words are kept with the
+    # stream, zeroed once, and each launch leaves no arrivals behind
+    import cupy
+
+    from bmsparse import _kernels
+
+    a = BitmapMatrix(_column_lengths_matrix([3, 40, 0, 1, 700] * 20, "float64", seed=10))
+    want = a.to_scipy().T
+    here = _kernels.barrier_words()
+    assert _kernels.barrier_words() == here
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+    pointers = []
+    for stream in streams * 2:  # each stream twice, the other's launch between
+        with stream:
+            pointers.append(_kernels.barrier_words())
+            for _ in range(3):
+                assert_same_csr(a.to_device().T.get().to_scipy(), want, rtol=0)
+    assert pointers[:2] == pointers[2:] and len({here, *pointers}) == 3
+    for pointer in {here, *pointers}:
+        arrivals, generation = _words(pointer)
+        assert arrivals == 0
+        if tiles == "8 blocks" and pointer != here:  # grids of many thread blocks
+            assert generation > 0
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("nblocks, nbcols, nvalues, tiles", [
     # email-Enron: 121 tiles of about 1,500 blocks (on a GPU of 91 or more

@@ -456,14 +456,15 @@ def barrier_words() -> int:
     device = _GET_DEVICE()
     words = stream.__dict__.get("_bmsparse_barriers")
     if words is None:
-        words = stream.__dict__["_bmsparse_barriers"] = {}
+        words = stream.__dict__.setdefault("_bmsparse_barriers", {})
     memory = words.get(device)
     if memory is None:
         # not from the pool: a pooled block could be handed on while a
         # launch of the stream still spins on it
         memory = cupy.cuda.memory.Memory(16)
         cupy.cuda.runtime.memset(memory.ptr, 0, 16)
-        words[device] = memory
+        # two threads asking at once get the same words (setdefault is atomic)
+        memory = words.setdefault(device, memory)
     return memory.ptr
 
 

@@ -18,6 +18,8 @@
 // column is cut into many short buckets (a bucket per block row where the
 // matrix has few block rows: nothing left to sort), and no column's sort
 // holds up a thread block.
+//   0. clear the counters (no memset before the launch: its barrier is the
+//      stream's, _kernels.barrier_words);
 //   1. count: every block adds (its value count << 32 | 1) to its bucket's
 //      counter;
 //   2. scan: an exclusive scan of the counters in place gives each bucket
@@ -56,8 +58,7 @@
 //      in A's order within each column, with no sort; each is written with
 //      its values (one thread a block).
 // Its `work` is a word per thread block and counts[grid * nbcols], none
-// zeroed; its barrier is `bar` (_kernels.barrier_words: no memset before the
-// launch); it takes no groups, group_shift, by_rows or placed.
+// cleared; it takes no groups, group_shift, by_rows or placed.
 //
 // bmsparse_transpose_blocks / bmsparse_transpose_values: pass 4's blocks
 // and pass 5 for a given `order` (a sort made in transpose.py), for
@@ -75,10 +76,12 @@
 //   long long by_rows                - nonzero: the counters row group after
 //                                      row group (see slot())
 //   long long outputs                - see above
-//   u64       work[nbcols * groups + 3 + grid] - zeroed: the bucket counters,
-//                                      the barrier, the thread blocks' sums, the
+//   u64       bar[2]                 - the grid barrier's words, left ready by the
+//                                      last launch (_kernels.barrier_words)
+//   u64       work[nbcols * groups + 1 + grid] - the bucket counters and the
 //                                      counts of the buckets pass 4 sorts (low
-//                                      half) and ranks by warps (high half)
+//                                      half) and ranks by warps (high half),
+//                                      cleared by pass 0; the thread blocks' sums
 //   long long ptr[nbcols + 1]        - out: A's blocks of block column c are
 //                                      order[ptr[c]:ptr[c + 1]]
 //   unsigned  placed[nblocks + 2 * (nblocks / 4 + 1)] - scratch: the blocks of
@@ -739,31 +742,35 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     const long long* __restrict__ offsets, const T* __restrict__ values,
     long long nblocks, long long nbcols, long long groups, long long group_shift,
     long long by_rows,
-    long long outputs, u64* work, long long* ptr, unsigned int* placed, long long* order,
+    long long outputs, u64* bar, u64* work, long long* ptr, unsigned int* placed,
+    long long* order,
     u64* t_keys, u64* t_bitmaps, long long* t_offsets, T* t_values)
 {
     __shared__ unsigned int tile[BMSPARSE_TRANSPOSE_SHARED];
     __shared__ unsigned int lists[3 * BMSPARSE_TRANSPOSE_THREADS];  // pass 4's
     __shared__ u64 warp_sums[32];
     const long long nbuckets = nbcols * groups;
-    u64* bar = work + nbuckets;
+    u64* block_sums = work + nbuckets + 1;
     // a flag, not null pointers, says which outputs are wanted: an empty
     // array's pointer is null too
     Columns k = {keys, bitmaps, (int)outputs, nbcols, groups, (int)group_shift, by_rows != 0,
-                 work, placed, placed + nblocks, work + nbuckets + 2 + gridDim.x, order,
+                 work, placed, placed + nblocks, work + nbuckets, order,
                  t_keys, t_bitmaps, t_offsets};
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long nthreads = gridDim.x * (long long)blockDim.x;
 
+    // 0. clear
+    for (long long i = tid; i <= nbuckets; i += nthreads) work[i] = 0ull;
+    grid_barrier(bar);
     // 1. count
     for (long long s = tid; s < nblocks; s += nthreads)
         atomicAdd(k.counters + slot_of(k, keys[s]), (value_count(k, s) << 32) | 1ull);
     grid_barrier(bar);
     // 2. scan
     if (k.by_rows && groups <= BMSPARSE_TRANSPOSE_COLUMN_GROUPS)
-        scan_columns(k, nblocks, bar, work + nbuckets + 2, warp_sums);
+        scan_columns(k, nblocks, bar, block_sums, warp_sums);
     else
-        scan_buckets(k, nblocks, nbuckets, bar, work + nbuckets + 2, warp_sums);
+        scan_buckets(k, nblocks, nbuckets, bar, block_sums, warp_sums);
     grid_barrier(bar);
     // 3. place: the low halves are the buckets' cursors (a bucket's last
     // place is below 2^32, so they never carry into the high halves)

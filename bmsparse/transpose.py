@@ -204,7 +204,8 @@ def _arguments(*names: str) -> np.dtype:
 
 _HEADS = ("keys", "bitmaps", "offsets", "values")
 _TAILS = ("t_keys", "t_bitmaps", "t_offsets", "t_values")
-_COLUMNS_ARGS = _arguments(*_HEADS, *_SIZES, "work", "ptr", "placed", "order", *_TAILS)
+_COLUMNS_ARGS = _arguments(*_HEADS, *_SIZES, "bar", "work", "ptr", "placed", "order",
+                           *_TAILS)
 _TILES_ARGS = _arguments(*_HEADS, "nblocks", "nbcols", "outputs", "bar", "work", "ptr",
                          "order", *_TAILS)
 
@@ -218,8 +219,9 @@ class _Plan(NamedTuple):
     # the kernel's arguments between A's arrays and `outputs`: nblocks and
     # nbcols, and for the bucket kernel groups, group_shift and by_rows
     sizes: tuple[int, ...]
-    zeroed: int  # bytes of the scratch zeroed before the launch
-    scratch: int  # bytes of scratch in all
+    placed: int  # the bucket kernel's `placed`: its byte in the scratch
+    scratch: int  # bytes of scratch in all (none zeroed: the kernels clear
+    # what they count in, and their barrier is the stream's)
 
 
 @functools.lru_cache(maxsize=64)
@@ -234,8 +236,7 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
         grid = min(_kernels.resident_blocks(kernel, THREADS, shared),
                    -(-nblocks // TILE_BLOCKS), TILE_COUNTERS * nblocks // nbcols)
         if grid > 0 and grid * TILE_MOST_BLOCKS >= nblocks:
-            # the thread blocks' sums and the tiles' counts, none zeroed (the
-            # barrier is the stream's: _kernels.barrier_words)
+            # the thread blocks' sums and the tiles' counts
             launch = _kernels.PreparedLaunch(kernel, (), _TILES_ARGS, block=THREADS,
                                              shared_mem=shared, cooperative=True)
             return _Plan(launch, grid, True, (nblocks, nbcols), 0, 8 * (grid + grid * nbcols))
@@ -250,16 +251,16 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
         threads = max(threads, min(VALUE_THREADS_PER_BLOCK * nblocks,
                                    max(VALUE_THREADS, nvalues // 4)))
     grid = min(_kernels.resident_blocks(kernel, THREADS), max(-(-threads // THREADS), 1))
-    # the bucket counters, the barrier, the thread blocks' sums and the
-    # counts of the listed buckets (zeroed), then `placed` and the two lists
+    # the bucket counters and the counts of the listed buckets (cleared by
+    # the kernel), the thread blocks' sums, then `placed` and the two lists
     # of the buckets pass 4 sorts or ranks by warps (more than
     # BMSPARSE_TRANSPOSE_SHORT = 6 blocks each: nblocks / 4 + 1 places each
     # leave room for a SHORT of 3)
-    zeroed = 8 * (nbuckets + 3 + grid)
+    placed = 8 * (nbuckets + 1 + grid)
     launch = _kernels.PreparedLaunch(kernel, (), _COLUMNS_ARGS, block=THREADS, cooperative=True)
     return _Plan(launch, grid, False,
-                 (nblocks, nbcols, groups, shift, int(nbuckets >= ROW_GROUP_COUNTERS)), zeroed,
-                 zeroed + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
+                 (nblocks, nbcols, groups, shift, int(nbuckets >= ROW_GROUP_COUNTERS)), placed,
+                 placed + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
 
 
 def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
@@ -279,8 +280,6 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
     # dies together: the scratch; A's column order and pointer; A.T's index
     # arrays; A.T's values
     work = cupy.cuda.alloc(plan.scratch)
-    if plan.zeroed:
-        work.memset_async(0, plan.zeroed)
     column = cupy.cuda.alloc(8 * (nblocks + nbcols + 1))
     blocks = None if bitmaps is None else _kernels.alloc_blocks(nblocks)
     t_values = None if values is None else cupy.cuda.alloc(values.nbytes)
@@ -290,13 +289,11 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
         (blocks.ptr, blocks.ptr + 8 * nblocks, blocks.ptr + 16 * nblocks)  # block_arrays'
     heads = (keys.data.ptr, 0 if bitmaps is None else bitmaps.data.ptr,
              0 if bitmaps is None else offsets.data.ptr, 0 if values is None else values.data.ptr)
-    # the tiles kernel's barrier is the stream's; the bucket kernel's is in
-    # the zeroed scratch, and its `placed` follows that
-    bar = (_kernels.barrier_words(),) if plan.tiles else ()
-    placed = () if plan.tiles else (work.ptr + plan.zeroed,)
+    placed = () if plan.tiles else (work.ptr + plan.placed,)
     plan.launch(_kernels._CURRENT_STREAM().ptr, plan.grid, (
-        *heads, *plan.sizes, outputs, *bar, work.ptr, column.ptr + 8 * nblocks, *placed,
-        column.ptr, *t_blocks, 0 if t_values is None else t_values.ptr))
+        *heads, *plan.sizes, outputs, _kernels.barrier_words(), work.ptr,
+        column.ptr + 8 * nblocks, *placed, column.ptr, *t_blocks,
+        0 if t_values is None else t_values.ptr))
     order = _kernels.device_array(column, 0, nblocks, np.int64)
     ptr = _kernels.device_array(column, 8 * nblocks, nbcols + 1, np.int64)
     if blocks is None:

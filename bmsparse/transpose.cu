@@ -695,6 +695,22 @@ __device__ void scan_buckets(const Columns& k, long long nblocks, long long nbuc
     }
 }
 
+// column c (0 past nbcols) of a row-major array of nbcols columns summed
+// over rows [t0, t1), LOADS loads in flight: the tiles' counts, or the
+// bucket counters by rows (row g: group g)
+template <int LOADS>
+__device__ __forceinline__ u64 column_sum(const u64* counts, long long nbcols, long long c,
+                                          long long t0, long long t1)
+{
+    u64 sum = 0;
+    for (long long t = t0; c < nbcols && t < t1; t += LOADS) {
+#pragma unroll
+        for (int u = 0; u < LOADS; ++u)
+            if (t + u < t1) sum += __ldcg(counts + (t + u) * nbcols + c);
+    }
+    return sum;
+}
+
 // pass 2 with the counters by rows (slot()) and at most
 // BMSPARSE_TRANSPOSE_COLUMN_GROUPS groups: the same scan, a thread a block
 // column and its groups, so that a warp's loads of a group's counters are
@@ -703,14 +719,6 @@ __device__ void scan_buckets(const Columns& k, long long nblocks, long long nbuc
 #ifndef BMSPARSE_TRANSPOSE_COLUMN_GROUPS
 #define BMSPARSE_TRANSPOSE_COLUMN_GROUPS 64
 #endif
-__device__ __forceinline__ u64 column_count(const Columns& k, long long c)
-{
-    u64 n = 0;
-#pragma unroll 4
-    for (long long g = 0; g < k.groups; ++g) n += __ldcg(k.counters + g * k.nbcols + c);
-    return n;
-}
-
 __device__ void scan_columns(const Columns& k, long long nblocks, u64* bar, u64* block_sums,
                              u64* warp_sums)
 {
@@ -718,13 +726,14 @@ __device__ void scan_columns(const Columns& k, long long nblocks, u64* bar, u64*
     const long long lo = blockIdx.x * run;
     const long long hi = lo + run < k.nbcols ? lo + run : k.nbcols;
     u64 sum = 0, total;
-    for (long long c = lo + threadIdx.x; c < hi; c += blockDim.x) sum += column_count(k, c);
+    for (long long c = lo + threadIdx.x; c < hi; c += blockDim.x)
+        sum += column_sum<4>(k.counters, k.nbcols, c, 0, k.groups);
     u64 before = grid_blocks_before(sum, bar, block_sums, warp_sums);
     for (long long c0 = lo; c0 < hi; c0 += blockDim.x) {
         const long long c = c0 + threadIdx.x;
         const bool mine = c < hi;
-        u64 at = before + block_exclusive_scan(mine ? column_count(k, c) : 0ull, warp_sums,
-                                               &total);
+        u64 at = before + block_exclusive_scan(
+            mine ? column_sum<4>(k.counters, k.nbcols, c, 0, k.groups) : 0ull, warp_sums, &total);
         for (long long g = 0; g < k.groups; ++g) {
             u64* counter = k.counters + g * k.nbcols + (mine ? c : 0);
             const u64 v = mine ? __ldcg(counter) : 0ull;
@@ -841,20 +850,6 @@ __device__ void count_tile(const u64* __restrict__ keys, const u64* __restrict__
     for (long long c = threadIdx.x; c < nbcols; c += blockDim.x) row[c] = column[c];
 }
 
-// column c's counts (0 past nbcols) summed over tiles [t0, t1), 8 loads
-// in flight
-__device__ __forceinline__ u64 column_sum(const u64* counts, long long nbcols, long long c,
-                                          long long t0, long long t1)
-{
-    u64 sum = 0;
-    for (long long t = t0; c < nbcols && t < t1; t += 8) {
-#pragma unroll
-        for (int u = 0; u < 8; ++u)
-            if (t + u < t1) sum += __ldcg(counts + (t + u) * nbcols + c);
-    }
-    return sum;
-}
-
 // pass 2 of the tiles: exclusive scan of `counts` (tiles x nbcols, row
 // after row) in place, in column order (column c of every tile before c +
 // 1): counts[t][c] becomes the first output block (low half) and value
@@ -874,12 +869,13 @@ __device__ void scan_tiles(u64* counts, long long nblocks, long long nbcols, lon
     const long long per_warp = (tiles + nwarps - 1) / nwarps;
     const long long t0 = min(tiles, warp * per_warp), t1 = min(tiles, t0 + per_warp);
     u64 sum = 0;
-    for (long long g = g0; g < g1; ++g) sum += column_sum(counts, nbcols, (g << 5) + lane, t0, t1);
+    for (long long g = g0; g < g1; ++g)
+        sum += column_sum<8>(counts, nbcols, (g << 5) + lane, t0, t1);
     u64 before = grid_blocks_before(sum, bar, block_sums, warp_sums);
     for (long long g = g0; g < g1; ++g) {
         const long long c = (g << 5) + lane;
         // (a thread block of one group summed it above)
-        part[warp * 32 + lane] = g1 - g0 == 1 ? sum : column_sum(counts, nbcols, c, t0, t1);
+        part[warp * 32 + lane] = g1 - g0 == 1 ? sum : column_sum<8>(counts, nbcols, c, t0, t1);
         __syncthreads();
         if (warp == 0) {
             u64 column = 0;  // column c's sum over the warps' runs before each

@@ -448,8 +448,6 @@ def barrier_words() -> int:
     them; each stream object has its own, freed with it by ``cudaFree``,
     which waits for the device.
     """
-    import cupy
-
     if _CURRENT_STREAM is None:
         bind_cupy()
     stream = _CURRENT_STREAM()
@@ -459,6 +457,8 @@ def barrier_words() -> int:
         words = stream.__dict__.setdefault("_bmsparse_barriers", {})
     memory = words.get(device)
     if memory is None:
+        import cupy
+
         # not from the pool: a pooled block could be handed on while a
         # launch of the stream still spins on it
         memory = cupy.cuda.memory.Memory(16)

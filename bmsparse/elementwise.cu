@@ -51,12 +51,13 @@
 //   long long op                        - BMSPARSE_OP_PLUS, _MINUS or _TIMES
 //   long long combine                   - BMSPARSE_COMBINE_OR, _XOR or _AND
 //   long long values                    - 1: compute values, 0: bools (bitmaps only)
-//   u64       work[4 n + 2 + 2 grid + 2] - scratch, n slots = a_nblocks + b_nblocks
+//   u64       work[4 n + 2 + 2 grid]    - scratch, n slots = a_nblocks + b_nblocks
 //                                         (union) or a_nblocks (intersection):
 //                                           rank[n] (as long long), bits[n],
 //                                           blocks_before[n + 1], values_before[n + 1],
-//                                           the thread blocks' sums [2 grid],
-//                                           the barrier [2], zeroed
+//                                           the thread blocks' sums [2 grid]
+//   u64       bar[2]                    - the grid barrier's words, left ready by the
+//                                         last launch (_kernels.barrier_words)
 //   u64       c_keys[bound], c_bitmaps[bound] - out: blocks of C, bound = n or
 //                                         min(a_nblocks, b_nblocks)
 //   long long c_offsets[bound + 1]      - out: value offsets of C's blocks
@@ -312,7 +313,8 @@ __global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS) bmsparse_element
     const long long* __restrict__ a_offsets, const T* __restrict__ a_values, long long a_nblocks,
     const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
     const long long* __restrict__ b_offsets, const T* __restrict__ b_values, long long b_nblocks,
-    long long op, long long combine, long long values, u64* work, u64* __restrict__ c_keys,
+    long long op, long long combine, long long values, u64* work, u64* bar,
+    u64* __restrict__ c_keys,
     u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets, T* __restrict__ c_values,
     long long* sizes)
 {
@@ -324,7 +326,6 @@ __global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS) bmsparse_element
                   (int)op, (int)combine, (int)values,
                   (long long*)work, work + n, work + 2 * n, work + 3 * n + 1};
     u64* block_sums = work + 4 * n + 2;
-    u64* bar = block_sums + 2 * gridDim.x;
     // each thread block matches and scans one run of slots
     const long long run = (n + gridDim.x - 1) / gridDim.x;
     const long long lo = min(blockIdx.x * run, n), hi = min(lo + run, n);

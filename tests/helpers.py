@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -76,3 +78,37 @@ def cancelling(n: int, seed: int, density: float = 0.08,
     dense[1::2] = dense[0::2]
     dense[rng.random((n, n)) < extra] += 1.0
     return sp.csr_array(dense)
+
+
+def barrier_words_at(pointer: int) -> np.ndarray:
+    """The two uint64 words (arrivals, generation) of a grid barrier at
+    device ``pointer``."""
+    import cupy
+
+    memory = cupy.cuda.UnownedMemory(pointer, 16, None)
+    return cupy.ndarray((2,), cupy.uint64, cupy.cuda.MemoryPointer(memory, 0)).get()
+
+
+def assert_barriers_kept_by_stream(compute: Callable[[], None]) -> None:
+    """Run ``compute`` (a cooperative launch of several thread blocks that
+    checks its own result) three times on each of two streams, twice in turn,
+    and check that the launches' barrier words are each stream's own, reused,
+    and left ready: no arrivals, the generation moved."""
+    import cupy
+
+    from bmsparse import _kernels
+
+    here = _kernels.barrier_words()
+    assert _kernels.barrier_words() == here
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+    pointers = []
+    for stream in streams * 2:  # each stream twice, the other's launches between
+        with stream:
+            pointers.append(_kernels.barrier_words())
+            for _ in range(3):
+                compute()
+    assert pointers[:2] == pointers[2:] and len({here, *pointers}) == 3
+    for pointer in pointers[:2]:
+        arrivals, generation = barrier_words_at(pointer)
+        assert arrivals == 0 and generation > 0
+    assert barrier_words_at(here)[0] == 0

@@ -15,7 +15,7 @@ from bmsparse import BitmapMatrix, elementwise
 from bmsparse._format import popcount
 from bmsparse._primitives import exclusive_scan
 from tests.cases import CASES, DTYPES, assert_dense_close, host, named, ours, random_matrix
-from tests.helpers import assert_same_csr
+from tests.helpers import assert_barriers_kept_by_stream, assert_same_csr
 
 OPS = {"plus": operator.add, "minus": operator.sub, "times": lambda a, b: a.multiply(b),
        "star": operator.mul}
@@ -439,6 +439,24 @@ def test_gpu_path_launches_one_kernel(monkeypatch):
     assert isinstance(got.values, cupy.ndarray)
     assert_same_csr(got.get().to_scipy(), scipy_result("plus", a.get().to_scipy(),
                                                        b.get().to_scipy()), rtol=0)
+
+
+@pytest.mark.gpu
+def test_barrier_is_the_streams_and_left_ready():
+    # no memset before the merge: its barrier words are the stream's
+    from bmsparse import _kernels
+
+    a = BitmapMatrix(random_matrix((300, 200), 0.05, "float64", seed=11))
+    b = BitmapMatrix(partner(a.to_scipy(), seed=12))
+    kernel = _kernels.get_kernel(elementwise._KERNELS, "bmsparse_elementwise_merge",
+                                 T=np.float64)
+    # several thread blocks, so that the barrier is a grid's, not __syncthreads
+    assert min(_kernels.resident_blocks(kernel, elementwise.THREADS),
+               8 * (a.nblocks + b.nblocks) // elementwise.THREADS) > 1
+    want = scipy_result("minus", a.to_scipy(), b.to_scipy())
+    d_a, d_b = a.to_device(), b.to_device()
+    assert_barriers_kept_by_stream(
+        lambda: assert_same_csr((d_a - d_b).get().to_scipy(), want, rtol=0))
 
 
 @settings(max_examples=40, deadline=None)

@@ -314,9 +314,8 @@ __global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS) bmsparse_element
     const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
     const long long* __restrict__ b_offsets, const T* __restrict__ b_values, long long b_nblocks,
     long long op, long long combine, long long values, u64* work, u64* bar,
-    u64* __restrict__ c_keys,
-    u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets, T* __restrict__ c_values,
-    long long* sizes)
+    u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets,
+    T* __restrict__ c_values, long long* sizes)
 {
     __shared__ u64 warp_sums[32];
     const bool unite = combine != BMSPARSE_COMBINE_AND;

@@ -167,7 +167,8 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
         null if values is None else b_blocks[3], i64(nb), i64(OPS[op]), i64(combine),
         i64(values is not None), ptr(work.ptr), ptr(_kernels.barrier_words()),
         ptr(blocks.ptr), ptr(blocks.ptr + 8 * bound), ptr(blocks.ptr + 16 * bound),
-        null if values is None else ptr(c_values.ptr), ptr(report or 0)), block=THREADS, cooperative=True, cast=False)
+        null if values is None else ptr(c_values.ptr), ptr(report or 0)),
+        block=THREADS, cooperative=True, cast=False)
     if report is None:
         # sync: the sizes of C, its scans' totals
         words = _kernels.device_array(work, 0, nwork, np.uint64)

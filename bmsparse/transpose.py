@@ -53,8 +53,9 @@ BUCKETS_PER_BLOCK = 2
 #: p2p-Gnutella31, wiki-Vote)
 ROW_GROUP_COUNTERS = 1 << 19
 #: the values pass (8 threads a block) takes every block at once with 4
-#: threads a block (two of its 4 blocks a step); more threads cost passes 1-4 more than they save once
-#: there are about 2^16 of them, unless the values are many (4 a thread).
+#: threads a block (two of its 4 blocks a step); more threads cost passes 1-4
+#: more than they save once there are about 2^16 of them, unless the values
+#: are many (4 a thread).
 #: ncu, H100, the whole kernel against a thread per block or bucket, us:
 #: young1c 32.8 -> 24.8, bcsstk13 37.8 -> 31.0, bcsstk33 43.7 -> 37.2,
 #: zenios 33.1 -> 27.8, p2p-Gnutella08 35.1 -> 29.7, the larger graphs the

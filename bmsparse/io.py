@@ -81,8 +81,8 @@ def mmwrite(path: str | os.PathLike, a: Any, *, comment: str = "") -> None:
     m = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     c = m.to_scipy()
     field = "pattern" if m.dtype == bool else None
-    if os.fspath(path).endswith(".gz"):
-        with gzip.open(path, "wb") as f:
-            scipy.io.mmwrite(f, c, comment=comment, field=field)
-    else:
-        scipy.io.mmwrite(path, c, comment=comment, field=field)
+    # opened here, not by scipy: scipy 1.17's writer given a path it cannot
+    # open (a missing folder) returns without an error and writes nothing
+    opener = gzip.open if os.fspath(path).endswith(".gz") else open
+    with opener(path, "wb") as f:
+        scipy.io.mmwrite(f, c, comment=comment, field=field)

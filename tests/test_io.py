@@ -87,6 +87,15 @@ def test_empty_and_full_block_round_trip(tmp_path, suffix):
         assert_equal(mmread(path), a)
 
 
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+def test_mmwrite_to_a_missing_folder_raises(tmp_path, suffix):
+    # scipy's own writer, given this path, writes nothing and raises nothing
+    path = tmp_path / "missing" / f"a{suffix}"
+    with pytest.raises(FileNotFoundError):
+        mmwrite(path, BitmapMatrix(random_csr(5, 4, 0.5, seed=1)))
+    assert not path.exists()
+
+
 def test_mmread_unsupported_dtype(tmp_path):
     path = tmp_path / "a.mtx"
     mmwrite(path, random_csr(5, 5, 0.3, seed=1))

@@ -390,6 +390,14 @@ class BitmapMatrix:
         """The matrix holding the arrays: the source of a lazy transpose, else self."""
         return self._transpose_of if self._transpose_of is not None else self
 
+    def __bool__(self) -> bool:
+        # as scipy.sparse: only a 1x1 matrix has a truth value (``if A:``
+        # would otherwise be true for any matrix, an all-zero one included)
+        if self.shape == (1, 1):
+            return self.nnz != 0
+        raise ValueError(f"the truth value of a {self.shape[0]}x{self.shape[1]} matrix is "
+                         "ambiguous; use A.nnz != 0 or A.count_nonzero() != 0")
+
     def __repr__(self) -> str:
         where = "on the GPU" if self.on_device else "on the host"
         return (f"<{self.shape[0]}x{self.shape[1]} BitmapMatrix of dtype {self.dtype.name} "

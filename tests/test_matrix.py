@@ -483,6 +483,26 @@ def test_repr(matrix, text):
     assert repr(matrix()) == text
 
 
+@pytest.mark.parametrize("dense", [[[2.0]], [[0.0]], np.eye(3), np.zeros((1, 3)),
+                                   np.zeros((0, 0))], ids=["1x1", "1x1-zero", "3x3", "1x3", "0x0"])
+def test_truth_value_as_scipy(dense):
+    # only a 1x1 matrix has one: `if A:` must not pass for any matrix
+    want = sp.csr_array(np.asarray(dense))
+    got = BitmapMatrix(np.asarray(dense))
+    if want.shape == (1, 1):
+        assert bool(got) is bool(want)
+    else:
+        with pytest.raises(ValueError):
+            bool(want)
+        with pytest.raises(ValueError, match="ambiguous"):
+            bool(got)
+
+
+def test_truth_value_of_a_stored_zero_as_scipy():
+    want = sp.csr_array(([0.0], ([0], [0])), shape=(1, 1))
+    assert bool(BitmapMatrix(want)) is bool(want)
+
+
 @pytest.mark.parametrize("shape,entries,nnz,nblocks", [
     ((8, 8), [(r, c) for r in range(8) for c in range(8)], 64, 1),
     ((16, 16), [(0, 0), (15, 15), (7, 8), (8, 7)], 4, 4),

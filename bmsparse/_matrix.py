@@ -837,9 +837,14 @@ class BitmapMatrix:
         """
         from ._format import bit_of, pack_keys
 
+        if not isinstance(k, numbers.Integral):
+            raise TypeError(f"k must be an integer, got {type(k).__name__}")
+        k = int(k)
         m, n = self.shape
         xp = self._xp()
         length = max(min(m + min(k, 0), n - max(k, 0)), 0)
+        if length == 0:  # also a k beyond int64, as scipy allows
+            return xp.zeros(0, dtype=self.dtype)
         rows = xp.arange(length, dtype=xp.int64) + max(-k, 0)
         cols = rows + k
         keys, bitmaps = self.keys, self.bitmaps

@@ -61,12 +61,22 @@ def test_count_nonzero_with_explicit_zeros():
     assert BitmapMatrix(a).count_nonzero() == a.count_nonzero() < a.nnz
 
 
-@pytest.mark.parametrize("k", [0, 1, -1, 5, -7, 20, -40, 69, -36, 100])
+@pytest.mark.parametrize("k", [0, 1, -1, 5, -7, 20, -40, 69, -36, 100, 2**70, -2**70,
+                               np.int64(3)])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", CASES)
 def test_diagonal(case, dtype, k, xp):
     a = named(case, dtype)
     assert_dense_close(ours(a, xp).diagonal(k), a.diagonal(k), dtype)
+
+
+@pytest.mark.parametrize("k", [1.5, "1", None])
+def test_diagonal_of_a_non_integer_k_raises(k):
+    a = named("tall", "float64")
+    with pytest.raises(TypeError):
+        a.diagonal(k)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        BitmapMatrix(a).diagonal(k)
 
 
 def test_assert_equal_accepts_equal_matrices(xp):

@@ -398,6 +398,19 @@ class BitmapMatrix:
         raise ValueError(f"the truth value of a {self.shape[0]}x{self.shape[1]} matrix is "
                          "ambiguous; use A.nnz != 0 or A.count_nonzero() != 0")
 
+    def __eq__(self, other: Any) -> bool:
+        # scipy's == and != are elementwise (== a mostly dense result); the
+        # default, identity, would say False of two equal matrices
+        raise TypeError("== is not defined for BitmapMatrix; compare two matrices with "
+                        "bmsparse.testing.assert_equal, or count their differing entries "
+                        "with (A - B).count_nonzero()")
+
+    def __ne__(self, other: Any) -> bool:
+        raise TypeError("!= is not defined for BitmapMatrix; count the differing entries of "
+                        "two matrices with (A - B).count_nonzero()")
+
+    __hash__ = object.__hash__  # hashable by identity, as before
+
     def __repr__(self) -> str:
         where = "on the GPU" if self.on_device else "on the host"
         return (f"<{self.shape[0]}x{self.shape[1]} BitmapMatrix of dtype {self.dtype.name} "

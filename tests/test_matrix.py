@@ -498,6 +498,16 @@ def test_truth_value_as_scipy(dense):
             bool(got)
 
 
+def test_comparison_raises_rather_than_compare_identities():
+    a, b = BitmapMatrix(np.eye(3)), BitmapMatrix(np.eye(3))
+    with pytest.raises(TypeError, match="assert_equal"):
+        a == b  # noqa: B015
+    with pytest.raises(TypeError, match="count_nonzero"):
+        a != b  # noqa: B015
+    # containers still find a matrix by identity, and it hashes
+    assert a in [a] and len({a, b}) == 2 and {a: 1}[a] == 1
+
+
 def test_truth_value_of_a_stored_zero_as_scipy():
     want = sp.csr_array(([0.0], ([0], [0])), shape=(1, 1))
     assert bool(BitmapMatrix(want)) is bool(want)

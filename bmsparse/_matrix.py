@@ -12,7 +12,7 @@ from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
 from ._sputils import (check_cupyx_dtype, check_dtype, check_shape, csr_from_arrays,
-                       get_array_module, upcast)
+                       get_array_module, operator_index, upcast)
 
 
 class _BlockArray:
@@ -850,9 +850,7 @@ class BitmapMatrix:
         """
         from ._format import bit_of, pack_keys
 
-        if not isinstance(k, numbers.Integral):
-            raise TypeError(f"k must be an integer, got {type(k).__name__}")
-        k = int(k)
+        k = operator_index(k, "k")
         m, n = self.shape
         xp = self._xp()
         length = max(min(m + min(k, 0), n - max(k, 0)), 0)

@@ -101,12 +101,15 @@ def check_shape(shape: Any) -> tuple[int, int]:
     return m, n
 
 
-def operator_index(x: Any) -> int:
+def operator_index(x: Any, name: str = "value") -> int:
+    """``x`` as a Python int, as ``operator.index`` takes it (Python and NumPy
+    integers; floats never); TypeError naming ``name`` otherwise."""
     import operator
 
-    if isinstance(x, (float, np.floating)):
-        raise TypeError(f"expected an integer, got {x!r}")
-    return operator.index(x)
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(x).__name__}") from None
 
 
 def matmul_mismatch(a_shape: tuple[int, int], b_shape: tuple[int, ...]) -> ValueError:

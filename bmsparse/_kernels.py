@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -91,6 +92,12 @@ _LAUNCH_KERNEL: Any = None
 _LAUNCH_COOPERATIVE: Any = None
 #: cupy.cuda.driver.ctxGetCurrent and ctxSetCurrent, bound with them
 _CONTEXT: tuple[Any, Any] = (None, None)
+#: cudaStreamPerThread: one handle, and in CuPy one Stream object
+#: (``Stream.ptds``, the default stream under
+#: CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1), that is a different stream in
+#: each host thread: what is kept per stream is kept per thread for it
+PER_THREAD_STREAM = 2
+_local = threading.local()
 
 #: dtypes of :func:`block_arrays`, built once (CuPy would convert a scalar
 #: type at each array)
@@ -446,15 +453,18 @@ def barrier_words() -> int:
     cooperative launch needs no memset for its barrier (about 6 us of host
     time). Launches on one stream run one after another and may share
     them; each stream object has its own, freed with it by ``cudaFree``,
-    which waits for the device.
+    which waits for the device. The per-thread default stream is one object
+    for every host thread but runs each thread's launches on its own stream,
+    which may overlap: there each thread has its own words.
     """
     if _CURRENT_STREAM is None:
         bind_cupy()
     stream = _CURRENT_STREAM()
     device = _GET_DEVICE()
-    words = stream.__dict__.get("_bmsparse_barriers")
+    owner = (_local if stream.ptr == PER_THREAD_STREAM else stream).__dict__
+    words = owner.get("_bmsparse_barriers")
     if words is None:
-        words = stream.__dict__.setdefault("_bmsparse_barriers", {})
+        words = owner.setdefault("_bmsparse_barriers", {})
     memory = words.get(device)
     if memory is None:
         import cupy

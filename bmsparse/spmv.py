@@ -15,6 +15,7 @@ made. See ``spmv.cu``.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -277,6 +278,14 @@ def _scratch_bytes(nwarps: int, k: int, dtype: np.dtype) -> tuple[int, int]:
     return head + nwarps * k * 2 * BLOCK * dtype.itemsize, head
 
 
+def _kept_key(transpose: bool, char: str, stream: int) -> tuple[Any, ...]:
+    """The key of a matrix's kept vector launch (its ``_cache``) for vectors
+    of dtype ``char`` on ``stream`` (a handle): the per-thread default
+    stream's is the thread's."""
+    return ("spmv_scratch", transpose, char,
+            threading.get_ident() if stream == _kernels.PER_THREAD_STREAM else None)
+
+
 def _launch_kept(a: Any, transpose: bool, x: Any, nout: int, values: Any) -> Any:
     """``a @ x`` (``a.T @ x``) for a vector ``x``: y (1-D, new); ``values``
     are ``a``'s, as the kernel reads them (None for a pattern matrix).
@@ -287,12 +296,14 @@ def _launch_kept(a: Any, transpose: bool, x: Any, nout: int, values: Any) -> Any
     the scratch's counters are zeroed once (every launch leaves them zero).
     It is kept for one stream, as launches on one stream cannot overlap and
     on two could: on another stream a new one replaces it (the old scratch
-    goes back to the pool of its own stream, behind its launches).
+    goes back to the pool of its own stream, behind its launches). The
+    per-thread default stream is one handle for every host thread but a
+    different stream in each: there each thread keeps its own.
     """
     if _kernels._CURRENT_STREAM is None:
         _kernels.bind_cupy()
     stream = _kernels._CURRENT_STREAM().ptr
-    key = ("spmv_scratch", transpose, x.dtype.char)
+    key = _kept_key(transpose, x.dtype.char, stream)
     kept = a._cache.get(key)
     if kept is None or kept[0] != stream:
         kept = a._cache[key] = (stream, _unit_launch(*kernel_blocks(a, transpose),

@@ -471,8 +471,9 @@ def kept_counters(a, transposed, dtype):
     """The counters of ``a``'s kept scratch for vectors of ``dtype`` (host copy)."""
     import cupy
 
-    stream, launch = a._cache[("spmv_scratch", transposed, np.dtype(dtype).char)]
-    assert stream == cupy.cuda.get_current_stream().ptr
+    stream = cupy.cuda.get_current_stream().ptr
+    kept, launch = a._cache[spmv_module._kept_key(transposed, np.dtype(dtype).char, stream)]
+    assert kept == stream
     return cupy.ndarray((launch.nwarps,), dtype=cupy.uint32, memptr=launch.scratch).get()
 
 
@@ -531,19 +532,54 @@ def test_kept_scratch_follows_the_stream_and_dtype():
     d = BitmapMatrix(a).to_device()
     x = cupy.asarray(random_operand(a.shape[1], "float64", 21))
     first = (d @ x).get()
-    kept = d._cache[("spmv_scratch", False, "d")]
+    key = spmv_module._kept_key(False, "d", cupy.cuda.get_current_stream().ptr)
+    kept = d._cache[key]
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         other = d @ x
         # another stream's launches could overlap: it gets a scratch of its own
-        assert d._cache[("spmv_scratch", False, "d")][0] == stream.ptr
+        assert d._cache[spmv_module._kept_key(False, "d", stream.ptr)][0] == stream.ptr
         np.testing.assert_array_equal(kept_counters(d, False, "float64"), 0)
         stream.synchronize()
     np.testing.assert_array_equal(other.get(), first)
     np.testing.assert_array_equal((d @ x).get(), first)  # back on the first stream
-    assert d._cache[("spmv_scratch", False, "d")][0] == kept[0]
+    assert d._cache[key][0] == kept[0]
     d @ x.astype(np.complex128)  # noqa: B018 - a complex product: its own scratch
     assert sorted(key[2] for key in d._cache if key[0] == "spmv_scratch") == ["D", "d"]
+
+
+@pytest.mark.gpu
+def test_per_thread_default_stream_keeps_a_scratch_per_thread():
+    import threading
+
+    import cupy
+
+    # Stream.ptds is one object and one handle for every host thread, but a
+    # different stream in each: the threads' launches may overlap, so each
+    # thread has its own kept scratch (a shared one would mix their counts)
+    a = warp_matrix("long-hub", "float64", seed=7)
+    d = BitmapMatrix(a).to_device()
+    xs = [cupy.asarray(random_operand(a.shape[1], "float64", 30 + i)) for i in range(4)]
+    want = [a @ x.get() for x in xs]
+    got, keys = {}, {}
+
+    def run(i):
+        with cupy.cuda.Stream.ptds:
+            ys = [d @ xs[i] for _ in range(20)]
+            keys[i] = spmv_module._kept_key(False, "d", cupy.cuda.Stream.ptds.ptr)
+            cupy.cuda.Stream.ptds.synchronize()
+        got[i] = [y.get() for y in ys]
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a product did not finish"
+    assert len(set(keys.values())) == 4 and all(k in d._cache for k in keys.values())
+    for i in range(4):
+        for y in got[i]:
+            np.testing.assert_allclose(y, want[i], rtol=1e-12, atol=1e-12)
 
 
 @pytest.fixture(params=["bits", "rows"])

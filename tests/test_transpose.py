@@ -221,6 +221,51 @@ def test_barrier_is_the_streams_and_left_ready(kernel, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["tiles", "buckets"])
+def test_per_thread_default_stream_gives_each_thread_its_barrier(kernel, monkeypatch):
+    # Stream.ptds is one object and one handle for every host thread, but a
+    # different stream in each: transposes of several threads may run at
+    # once, and one pair of barrier words between them would mix their
+    # arrivals (a barrier let through early, or never)
+    import threading
+
+    import cupy
+
+    from bmsparse import _kernels
+
+    if kernel == "buckets":
+        monkeypatch.setattr(transpose, "TILE_COLUMNS", 0)
+    host = [BitmapMatrix(_column_lengths_matrix([3, 40, 0, 1, 700] * 20, "float64", seed=s))
+            for s in range(4)]
+    want = [h.to_scipy().T for h in host]
+    device = [h.to_device() for h in host]
+    words, got = {}, {}
+
+    def run(i):
+        with cupy.cuda.Stream.ptds:
+            words[i] = (_kernels.barrier_words(), _kernels.barrier_words())
+            # fresh matrices: each .T is a new transpose
+            ts = [BitmapMatrix._from_blocks(device[i].keys, device[i].bitmaps,
+                                            device[i].offsets, device[i].values,
+                                            device[i].shape).T for _ in range(10)]
+            for t in ts:
+                t.keys  # noqa: B018 - the launch
+            cupy.cuda.Stream.ptds.synchronize()
+        got[i] = [t.get().to_scipy() for t in ts]
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a transpose did not finish"
+    assert all(a == b for a, b in words.values()) and len({a for a, _ in words.values()}) == 4
+    for i in range(4):
+        for g in got[i]:
+            assert_same_csr(g, want[i], rtol=0)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("nblocks, nbcols, nvalues, tiles", [
     # email-Enron: 121 tiles of about 1,500 blocks (on a GPU of 91 or more
     # resident thread blocks of 512 threads: an H100, an H200)

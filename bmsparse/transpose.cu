@@ -173,6 +173,29 @@ __device__ __forceinline__ void move_block_values(const long long* __restrict__ 
     }
 }
 
+// where both one-launch kernels write the output blocks
+struct Outputs {
+    int outputs;  // 0: `order` only, 1: and the blocks, 2: and the values, moved
+                  // after (the bucket kernel's pass 5, the tiles' writers)
+    long long* order;
+    u64* t_keys;
+    u64* t_bitmaps;
+    long long* t_offsets;
+};
+
+// output block q is A's block s (its block row and bitmap loaded when there
+// are blocks to write), in block column c, its values from t_offset
+__device__ __forceinline__ void write_block(const Outputs& o, long long c, long long q,
+                                            long long s, unsigned int row, u64 bitmap,
+                                            u64 t_offset)
+{
+    o.order[q] = s;
+    if (o.outputs == 0) return;
+    o.t_keys[q] = make_key((u64)c, row);
+    o.t_bitmaps[q] = transpose_bitmap(bitmap);
+    o.t_offsets[q] = (long long)t_offset;
+}
+
 // ---- bmsparse_transpose_columns ---------------------------------------------
 
 #ifndef BMSPARSE_TRANSPOSE_SHORT
@@ -200,7 +223,7 @@ static_assert(BMSPARSE_TRANSPOSE_SHORT >= 3, "transpose.py sizes the lists for 4
 struct Columns {
     const u64* __restrict__ keys;
     const u64* __restrict__ bitmaps;
-    int outputs;           // 0: `order` and `ptr` only, 1: and the blocks, 2: and the values
+    Outputs out;           // and `ptr`
     long long nbcols;
     long long groups;      // buckets per block column
     int group_shift;       // a bucket holds 2^group_shift block rows of its column
@@ -214,10 +237,6 @@ struct Columns {
                            // than BMSPARSE_TRANSPOSE_SHORT up to it (ranked(),
                            // not a field: the kernel's registers are full)
     u64* nlonger;          // how many: the first list's (low half), the second's
-    long long* order;      // [nblocks]
-    u64* t_keys;
-    u64* t_bitmaps;
-    long long* t_offsets;
 };
 
 // ceil(n / d) in 32 bits: the counts it divides (a bucket's blocks, the
@@ -228,22 +247,9 @@ __device__ __forceinline__ long long ceil_div32(long long n, unsigned int d)
     return (unsigned int)n / d + ((unsigned int)n % d != 0u);
 }
 
-// output block q is A's block s (its block row and bitmap loaded when there
-// are blocks to write), in block column c, its values from t_offset
-__device__ __forceinline__ void write_loaded(const Columns& k, long long c, long long q,
-                                             long long s, unsigned int row, u64 bitmap,
-                                             u64 t_offset)
-{
-    k.order[q] = s;
-    if (k.outputs == 0) return;
-    k.t_keys[q] = make_key((u64)c, row);
-    k.t_bitmaps[q] = transpose_bitmap(bitmap);
-    k.t_offsets[q] = (long long)t_offset;
-}
-
 __device__ __forceinline__ u64 value_count(const Columns& k, long long s)
 {
-    return k.outputs ? (u64)__popcll(k.bitmaps[s]) : 0ull;
+    return k.out.outputs ? (u64)__popcll(k.bitmaps[s]) : 0ull;
 }
 
 // the counter of bucket (c, g), block column c's g-th group of block rows:
@@ -447,8 +453,8 @@ __device__ __forceinline__ void rank_in_short_bucket(const Columns& k, long long
             }
         }
     }
-    write_loaded(k, c, lo + rank, s, block_row(key), k.outputs ? k.bitmaps[s] : 0ull,
-                 bucket_values(k, c, g) + before);
+    write_block(k.out, c, lo + rank, s, block_row(key), k.out.outputs ? k.bitmaps[s] : 0ull,
+                bucket_values(k, c, g) + before);
 }
 
 // pass 4's output for bucket (c, g), its blocks sorted in a[0, n):
@@ -473,14 +479,14 @@ __device__ void write_sorted(const Columns& k, long long c, long long g, long lo
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             s[u] = i + u < i1 ? (long long)a[i + u] : -1;
-            const bool load = s[u] >= 0 && k.outputs;
+            const bool load = s[u] >= 0 && k.out.outputs;
             key[u] = load ? k.keys[s[u]] : 0ull;
             bitmap[u] = load ? k.bitmaps[s[u]] : 0ull;
         }
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             if (s[u] < 0) break;
-            write_loaded(k, c, lo + i + u, s[u], block_row(key[u]), bitmap[u], at);
+            write_block(k.out, c, lo + i + u, s[u], block_row(key[u]), bitmap[u], at);
             at += (u64)__popcll(bitmap[u]);
         }
     }
@@ -566,7 +572,8 @@ __device__ void sort_longer_buckets(const Columns& k, long long listed, unsigned
             if (x.n <= BMSPARSE_TRANSPOSE_SHARED)
                 sort_bucket<true>(k, x.c, x.g, x.lo, x.n, tile, bin_counts, warp_sums);
             else  // order[lo + i] is written as it already is
-                sort_bucket<true>(k, x.c, x.g, x.lo, x.n, k.order + x.lo, bin_counts, warp_sums);
+                sort_bucket<true>(k, x.c, x.g, x.lo, x.n, k.out.order + x.lo, bin_counts,
+                                  warp_sums);
         }
         __syncthreads();
     }
@@ -600,7 +607,7 @@ __device__ void rank_in_warp(const Columns& k, const ListedBucket& x)
     }
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-        const bool load = s[e] != ~0u && k.outputs;
+        const bool load = s[e] != ~0u && k.out.outputs;
         row[e] = load ? (unsigned int)block_row(k.keys[s[e]]) : 0u;
         count[e] = load ? (unsigned int)__popcll(k.bitmaps[s[e]]) : 0u;
     }
@@ -623,8 +630,8 @@ __device__ void rank_in_warp(const Columns& k, const ListedBucket& x)
 #pragma unroll
     for (int e = 0; e < E; ++e) {
         if (s[e] == ~0u) continue;
-        write_loaded(k, x.c, x.lo + rank[e], s[e], row[e],
-                     k.outputs ? k.bitmaps[s[e]] : 0ull, first + before[e]);
+        write_block(k.out, x.c, x.lo + rank[e], s[e], row[e],
+                    k.out.outputs ? k.bitmaps[s[e]] : 0ull, first + before[e]);
     }
 }
 
@@ -760,9 +767,9 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     u64* block_sums = work + nbuckets + 1;
     // a flag, not null pointers, says which outputs are wanted: an empty
     // array's pointer is null too
-    Columns k = {keys, bitmaps, (int)outputs, nbcols, groups, (int)group_shift, by_rows != 0,
-                 work, placed, placed + nblocks, work + nbuckets, order,
-                 t_keys, t_bitmaps, t_offsets};
+    Columns k = {keys, bitmaps, {(int)outputs, order, t_keys, t_bitmaps, t_offsets},
+                 nbcols, groups, (int)group_shift, by_rows != 0,
+                 work, placed, placed + nblocks, work + nbuckets};
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long nthreads = gridDim.x * (long long)blockDim.x;
 
@@ -897,7 +904,8 @@ __device__ void scan_tiles(u64* counts, long long nblocks, long long nbcols, lon
         for (long long t = t0; c < nbcols && t < t1; t += 8) {
             u64 v[8];
 #pragma unroll
-            for (int u = 0; u < 8; ++u) v[u] = t + u < t1 ? __ldcg(counts + (t + u) * nbcols + c) : 0ull;
+            for (int u = 0; u < 8; ++u)
+                v[u] = t + u < t1 ? __ldcg(counts + (t + u) * nbcols + c) : 0ull;
 #pragma unroll
             for (int u = 0; u < 8; ++u) {
                 if (t + u < t1) counts[(t + u) * nbcols + c] = at;
@@ -921,9 +929,8 @@ __device__ void scan_tiles(u64* counts, long long nblocks, long long nbcols, lon
 template <typename T>
 __device__ void place_tile(const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
                            const long long* __restrict__ offsets, const T* __restrict__ values,
-                           long long lo, long long hi, long long nbcols, int outputs,
+                           long long lo, long long hi, long long nbcols, const Outputs& out,
                            u64* column, const u64* counts, unsigned int* lane_values,
-                           long long* order, u64* t_keys, u64* t_bitmaps, long long* t_offsets,
                            T* t_values)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -932,13 +939,13 @@ __device__ void place_tile(const u64* __restrict__ keys, const u64* __restrict__
     for (long long c = threadIdx.x; c < nbcols; c += blockDim.x) column[c] = __ldcg(row + c);
     long long s = lo + threadIdx.x;
     u64 key = s < hi ? keys[s] : 0ull;
-    u64 bitmap = s < hi && outputs ? bitmaps[s] : 0ull;
+    u64 bitmap = s < hi && out.outputs ? bitmaps[s] : 0ull;
     __syncthreads();
     for (; s - threadIdx.x < hi; s += blockDim.x) {
         const bool valid = s < hi;
         const long long next = s + blockDim.x;
         const u64 next_key = next < hi ? keys[next] : 0ull;
-        const u64 next_bitmap = next < hi && outputs ? bitmaps[next] : 0ull;
+        const u64 next_bitmap = next < hi && out.outputs ? bitmaps[next] : 0ull;
         const unsigned int c = valid ? block_col(key) : 0xffffffffu;
         const unsigned int peers = __match_any_sync(0xffffffffu, c);
         const unsigned int below = peers & ((1u << lane) - 1u);
@@ -962,13 +969,9 @@ __device__ void place_tile(const u64* __restrict__ keys, const u64* __restrict__
         if (valid) {
             const long long q = (long long)(base & 0xffffffffull) + __popc(below);
             const u64 t_offset = (base >> 32) + before;
-            order[q] = s;
-            if (outputs) {
-                t_keys[q] = make_key((u64)c, block_row(key));
-                t_bitmaps[q] = transpose_bitmap(bitmap);
-                t_offsets[q] = (long long)t_offset;
-            }
-            if (outputs == 2) move_block_values(offsets, values, s, bitmap, t_offset, t_values);
+            write_block(out, c, q, s, block_row(key), bitmap, t_offset);
+            if (out.outputs == 2)
+                move_block_values(offsets, values, s, bitmap, t_offset, t_values);
         }
         key = next_key;
         bitmap = next_bitmap;
@@ -997,8 +1000,9 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     scan_tiles(counts, nblocks, nbcols, ptr, bar, block_sums, warp_sums, part);
     grid_barrier(bar);
     // 3. place and write
-    place_tile(keys, bitmaps, offsets, values, lo, hi, nbcols, (int)outputs, column, counts,
-               lane_values, order, t_keys, t_bitmaps, t_offsets, t_values);
+    const Outputs out = {(int)outputs, order, t_keys, t_bitmaps, t_offsets};
+    place_tile(keys, bitmaps, offsets, values, lo, hi, nbcols, out, column, counts, lane_values,
+               t_values);
     if (outputs && blockIdx.x == 0 && threadIdx.x == 0) t_offsets[nblocks] = offsets[nblocks];
 }
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _readback, convert
+from . import _derived, _readback, convert
 from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
@@ -26,8 +26,8 @@ class _BlockArray:
         if obj is None:
             return self
         # read on every operation (about 18 times per small product): the
-        # common case, no pending transpose, is one check and a dict read
-        if obj._transpose_of is not None:
+        # common case, no transpose pending or made, is two checks and a dict read
+        if obj._transpose_of is not None or obj._made is not None:
             obj._arrays()
         return obj.__dict__[self._attr]
 
@@ -127,10 +127,14 @@ class BitmapMatrix:
         self._nnz = values.shape[0] if values is not None else nnz
         # the matrix whose lazy transpose this is, until the arrays are needed
         self._transpose_of: BitmapMatrix | None = None
+        # the stream that made them then (on a GPU), for calls on other streams
+        self._made: _derived.Made | None = None
         # arrays derived from the keys (block-row pointer, column-major
-        # order) or from all of them (a small B's scalar rows), computed once:
-        # the block arrays are treated as immutable
-        self._cache: dict[str, Any] = {}
+        # order) or from all of them (a small B's scalar rows), computed once
+        # (the block arrays are treated as immutable) and kept with the
+        # stream that made them (_keep, _derived); SpMV's kept launches are
+        # kept per stream under keys of their own
+        self._cache: dict[Any, Any] = {}
 
     # --- the block arrays (computed on first use for a lazy transpose) -----
 
@@ -146,13 +150,29 @@ class BitmapMatrix:
                                                    source._values, nnz,
                                                    nblocks_along(source._shape[0]),
                                                    nblocks_along(source._shape[1]),
-                                                   source._cache.get("column_pointer"))
+                                                   source._derived("column_pointer"))
             # the transpose's column order is the source's: kept for A.T @ x
             if column is not None:
-                source._cache["column_pointer"] = column
+                source._keep("column_pointer", column)
             self._keys, self._bitmaps, self._offsets, self._values = arrays
             self._transpose_of = None
+            if not isinstance(keys, np.ndarray):
+                self._made = _derived.Made(None, True)
+        elif self._made is not None:
+            self._made.ready()
         return self._keys, self._bitmaps, self._offsets, self._values
+
+    def _keep(self, key: Any, value: Any, device: bool | None = None) -> Any:
+        """Keep ``value``, derived from the blocks, under ``key``; ``device``:
+        made by work on the current stream (default: the matrix is on a GPU)."""
+        self._cache[key] = _derived.Made(value, self.on_device if device is None else device)
+        return value
+
+    def _derived(self, key: Any) -> Any:
+        """What :meth:`_keep` kept under ``key`` (None if nothing), ready for
+        work on the current stream."""
+        made = self._cache.get(key)
+        return None if made is None else made.ready()
 
     keys = _BlockArray()
     bitmaps = _BlockArray()
@@ -161,32 +181,32 @@ class BitmapMatrix:
 
     def _row_pointer(self) -> Any:
         """Block-row pointer (int64 [nbrows + 1]), computed once."""
-        ptr = self._cache.get("row_pointer")
+        ptr = self._derived("row_pointer")
         if ptr is None:
             # the longest row stays on the device until asked for
-            ptr, self._cache["longest_row_device"] = convert.row_pointer(
-                self.keys, nblocks_along(self.shape[0]))
-            self._cache["row_pointer"] = ptr
+            ptr, longest = convert.row_pointer(self.keys, nblocks_along(self.shape[0]))
+            self._keep("longest_row_device", longest)
+            self._keep("row_pointer", ptr)
         return ptr
 
     def _longest_row(self) -> int:
         """Blocks in the longest block row, computed once (with the row pointer;
         reading it is a sync)."""
-        longest = self._cache.get("longest_row")
+        longest = self._derived("longest_row")
         if longest is None:
             self._row_pointer()
-            longest = _readback.read_last(self._cache["longest_row_device"])
-            self._cache["longest_row"] = longest
+            longest = _readback.read_last(self._derived("longest_row_device"))
+            self._keep("longest_row", longest, device=False)
         return longest
 
     def _column_pointer(self) -> tuple[Any, Any]:
         """The blocks in (block column, block row) order and the block-column
         pointer into that order (int64 [nblocks], int64 [nbcols + 1]),
         computed once (or kept from the transpose)."""
-        column = self._cache.get("column_pointer")
+        column = self._derived("column_pointer")
         if column is None:
-            column = self._cache["column_pointer"] = _transpose.column_pointer(
-                self.keys, nblocks_along(self.shape[0]), nblocks_along(self.shape[1]))
+            column = self._keep("column_pointer", _transpose.column_pointer(
+                self.keys, nblocks_along(self.shape[0]), nblocks_along(self.shape[1])))
         return column
 
     def _column_order(self) -> Any:
@@ -196,9 +216,9 @@ class BitmapMatrix:
         if "column_pointer" in self._cache or not _transpose.hypersparse(
                 self.keys.shape[0], nblocks_along(self.shape[1])):
             return self._column_pointer()[0]
-        order = self._cache.get("column_order")
+        order = self._derived("column_order")
         if order is None:
-            order = self._cache["column_order"] = _transpose.column_order(self.keys)
+            order = self._keep("column_order", _transpose.column_order(self.keys))
         return order
 
     @classmethod
@@ -327,7 +347,8 @@ class BitmapMatrix:
         blocks, rows = convert.csr_to_bitmap_rows(indptr, indices, values, shape)
         m = cls._from_blocks(*blocks, shape)
         if rows is not None:  # found by the conversion: no launch or sync when asked for
-            m._cache["row_pointer"], m._cache["longest_row"] = rows
+            m._keep("row_pointer", rows[0])
+            m._keep("longest_row", rows[1], device=False)
         return m
 
     @classmethod

@@ -178,11 +178,10 @@ def column_blocks(a: Any) -> tuple[Any, Any, Any, Any]:
     they were 32 scattered ones after a read of the permutation itself (ncu,
     H100, surrogate: 60 -> 49 us, with the kernel changes of the same commit).
     """
-    kept = a._cache.get("column_blocks")
+    kept = a._derived("column_blocks")
     if kept is None:
         order, ptr = column_pointer(a)
-        kept = a._cache["column_blocks"] = (a.keys[order], a.bitmaps[order],
-                                            a.offsets[order], ptr)
+        kept = a._keep("column_blocks", (a.keys[order], a.bitmaps[order], a.offsets[order], ptr))
     return kept
 
 
@@ -213,7 +212,7 @@ def warp_layout(a: Any, transpose: bool) -> tuple[Any, int]:
     10.3 / 9.7 -> 10.9 / 10.3).
     """
     key = ("warp_layout", transpose)
-    kept = a._cache.get(key)
+    kept = a._derived(key)
     if kept is None:
         ptr = column_pointer(a)[1] if transpose else row_pointer(a)
         if isinstance(ptr, np.ndarray):
@@ -221,7 +220,7 @@ def warp_layout(a: Any, transpose: bool) -> tuple[Any, int]:
             kept = warps, warps.shape[0] - 1
         else:
             kept = _layout_cuda(ptr, a.keys.shape[0])
-        a._cache[key] = kept
+        a._keep(key, kept)
     return kept
 
 

@@ -60,7 +60,7 @@ def chooses(a: Any, b: Any) -> bool:
     would take it (:func:`rowdense.chooses`)."""
     if a.nblocks > MAX_BLOCKS or b.nblocks > MAX_BLOCKS or a.shape[0] <= 0:
         return False
-    too_large = a._cache.get("lean_need")  # set by product, rarely
+    too_large = a._derived("lean_need")  # set by product, rarely
     return ((too_large is None or too_large.get(id(b), 0) <= MAX_WORKSPACE)
             and rowdense.chooses(a, b))
 
@@ -129,7 +129,10 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
         if space is None or report is None:
             # kept with A, so that the next a @ b goes to the dense path at
             # once (not after a count that finds C too large again)
-            a._cache.setdefault("lean_need", {})[id(b)] = need
+            too_large = a._derived("lean_need")
+            if too_large is None:
+                too_large = a._keep("lean_need", {}, device=False)
+            too_large[id(b)] = need
             return None
         tail = space.arguments(report)
         _kernels.launch(blocks, grids[0] * threads, (*head, value_size, flag, *tail, masks_arg),

@@ -109,13 +109,13 @@ def rows(b: Any, values: bool = True) -> tuple[Any, Any, Any]:
     Kept with B when it takes at most ``MAX_KEPT_ROWS_BYTES`` (until one of
     B's arrays is replaced; with values, it serves a structural product too).
     """
-    kept = b._cache.get("scalar_rows")
+    kept = b._derived("scalar_rows")
     if kept is not None and (kept[2] is not None or not values):
         return kept[0], kept[1], kept[2] if values else None
     indptr, indices, data = b._csr_arrays(values)
     out = indptr, indices, data if values else None
     if indptr.nbytes + indices.nbytes + (data.nbytes if values else 0) <= MAX_KEPT_ROWS_BYTES:
-        b._cache["scalar_rows"] = out
+        b._keep("scalar_rows", out)
     return out
 
 

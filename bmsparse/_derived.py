@@ -1,0 +1,77 @@
+"""What a matrix derives from its blocks and keeps, and the stream that made it.
+
+A BitmapMatrix keeps arrays it derives from its blocks (the block-row
+pointer, the column-major order, the blocks in that order, a small B's
+scalar rows) and, for a lazy transpose, its own blocks. They are made on
+the stream of the first call that needs them and then read by calls on any
+stream. A user may use one matrix from several streams at once (its blocks
+are only read), but cannot see when a derived array was made: so the first
+time a call on another stream reads one, that stream waits for the one
+that made it, and from then on its later work is ordered after it.
+
+The wait is on an event recorded on the maker stream when the other stream
+first reads (everything queued there so far, the array included): nothing
+is recorded while a single stream uses the matrix, the usual case. The
+per-thread default stream (``Stream.ptds``) is one object for every host
+thread but a different stream in each, where an event recorded later from
+another thread would land on the wrong stream: there it is recorded when
+the array is made.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from . import _kernels
+
+
+def _stream() -> tuple[Any, Any]:
+    """The current stream and its key: the handle, or for the per-thread
+    default stream the handle and the host thread."""
+    if _kernels._CURRENT_STREAM is None:
+        _kernels.bind_cupy()
+    stream = _kernels._CURRENT_STREAM()
+    ptr = stream.ptr
+    return stream, (ptr, threading.get_ident()) if ptr == _kernels.PER_THREAD_STREAM else ptr
+
+
+class Made:
+    """``value``, made by work queued on the current stream (device arrays),
+    or on the host (``device=False``): nothing to wait for."""
+
+    __slots__ = ("value", "stream", "key", "device", "event", "readers")
+
+    def __init__(self, value: Any, device: bool) -> None:
+        self.value = value
+        self.stream = self.key = self.event = None
+        if not device:
+            return
+        self.stream, self.key = _stream()
+        self.device = _kernels._GET_DEVICE()
+        self.readers: set[Any] = set()
+        if isinstance(self.key, tuple):
+            self.event = self._record()
+
+    def _record(self) -> Any:
+        import cupy
+
+        # (an event is recorded on a stream of its own device)
+        with cupy.cuda.Device(self.device):
+            event = cupy.cuda.Event(block=False, disable_timing=True)
+        event.record(self.stream)
+        return event
+
+    def ready(self) -> Any:
+        """The value, once the current stream's next work is ordered after
+        the work that made it."""
+        if self.stream is None:
+            return self.value
+        stream, key = _stream()
+        if key == self.key or key in self.readers:
+            return self.value
+        if self.event is None:
+            self.event = self._record()
+        stream.wait_event(self.event)
+        self.readers.add(key)
+        return self.value

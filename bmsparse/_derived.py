@@ -5,11 +5,11 @@ pointer, the column-major order, the blocks in that order, a small B's
 scalar rows) and, for a lazy transpose, its own blocks. They are made on
 the stream of the first call that needs them and then read by calls on any
 stream. A user may use one matrix from several streams at once (its blocks
-are only read), but cannot see when a derived array was made: so the first
-time a call on another stream reads one, that stream waits for the one
-that made it, and from then on its later work is ordered after it.
+are only read), but cannot see when a derived array was made: so a call on
+another stream that reads one first makes its stream wait for the one that
+made it.
 
-The wait is on an event recorded on the maker stream when the other stream
+The wait is on an event recorded on the maker stream when another stream
 first reads (everything queued there so far, the array included): nothing
 is recorded while a single stream uses the matrix, the usual case. The
 per-thread default stream (``Stream.ptds``) is one object for every host
@@ -40,7 +40,7 @@ class Made:
     """``value``, made by work queued on the current stream (device arrays),
     or on the host (``device=False``): nothing to wait for."""
 
-    __slots__ = ("value", "stream", "key", "device", "event", "readers")
+    __slots__ = ("value", "stream", "key", "device", "event", "per_thread")
 
     def __init__(self, value: Any, device: bool) -> None:
         self.value = value
@@ -49,8 +49,8 @@ class Made:
             return
         self.stream, self.key = _stream()
         self.device = _kernels._GET_DEVICE()
-        self.readers: set[Any] = set()
-        if isinstance(self.key, tuple):
+        self.per_thread = isinstance(self.key, tuple)
+        if self.per_thread:
             self.event = self._record()
 
     def _record(self) -> Any:
@@ -67,11 +67,16 @@ class Made:
         the work that made it."""
         if self.stream is None:
             return self.value
-        stream, key = _stream()
-        if key == self.key or key in self.readers:
+        # the common case first, the maker reading (a lazy transpose's
+        # blocks are read this way about 18 times per small product)
+        if _kernels._CURRENT_STREAM() is self.stream and not self.per_thread:
             return self.value
+        stream, key = _stream()
+        if key == self.key:
+            return self.value
+        # every read from another stream waits (a wait on a finished event
+        # costs a call): a handle or a thread id seen before may be reused
         if self.event is None:
             self.event = self._record()
         stream.wait_event(self.event)
-        self.readers.add(key)
         return self.value

@@ -7,6 +7,7 @@ everywhere.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -110,6 +111,17 @@ def operator_index(x: Any, name: str = "value") -> int:
         return operator.index(x)
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {type(x).__name__}") from None
+
+
+def check_max_memory(max_memory: Any) -> int | None:
+    """``max_memory`` (None, or a positive number of bytes) as an int or None."""
+    if max_memory is None:
+        return None
+    if isinstance(max_memory, (bool, np.bool_)) or not isinstance(max_memory, numbers.Real):
+        raise TypeError(f"max_memory must be a number of bytes, got {type(max_memory).__name__}")
+    if not max_memory >= 1:  # (NaN too)
+        raise ValueError(f"max_memory must be at least 1 byte, got {max_memory}")
+    return int(min(max_memory, 2**62))
 
 
 def matmul_mismatch(a_shape: tuple[int, int], b_shape: tuple[int, ...]) -> ValueError:

@@ -23,8 +23,8 @@ import numpy as np
 from .. import _readback
 from .._format import nblocks_along
 from .._matrix import BitmapMatrix
-from .._sputils import (SUPPORTED_DTYPES, check_cupyx_dtype, csr_from_arrays, get_array_module,
-                        matmul_mismatch, upcast)
+from .._sputils import (SUPPORTED_DTYPES, check_cupyx_dtype, check_max_memory, csr_from_arrays,
+                        get_array_module, matmul_mismatch, upcast)
 from ..semiring import Semiring, get_semiring, plus_pair, plus_times
 from . import compact, count, lean, multiply, rowdense, rowmerge, rowscalar, slices, tasks
 
@@ -134,6 +134,7 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
         raise ValueError(f"output must be 'device' or 'host', got {output!r}")
     if format not in ("bitmap", "csr"):
         raise ValueError(f"format must be 'bitmap' or 'csr', got {format!r}")
+    max_memory = check_max_memory(max_memory)
     sr = get_semiring(semiring)
     m = _check_mask(mask, (a.shape[0], b.shape[1]))
     xp = get_array_module(a.keys, b.keys, None if m is None else m.keys)

@@ -153,6 +153,25 @@ def test_unknown_output_is_refused():
         spgemm(m, m, output="disk")
 
 
+@pytest.mark.parametrize("max_memory,error,match", [
+    ("1e9", TypeError, "max_memory must be a number of bytes, got str"),
+    (True, TypeError, "max_memory must be a number of bytes, got bool"),
+    (-5, ValueError, "max_memory must be at least 1 byte, got -5"),
+    (0, ValueError, "max_memory must be at least 1 byte, got 0"),
+    (float("nan"), ValueError, "max_memory must be at least 1 byte, got nan"),
+])
+def test_bad_max_memory_is_refused(max_memory, error, match):
+    m = BitmapMatrix(random_csr(8, 8, 0.5, seed=1))
+    with pytest.raises(error, match=match):
+        spgemm(m, m, max_memory=max_memory)
+
+
+def test_max_memory_may_be_a_float():
+    a = random_csr(40, 40, 0.2, seed=2)
+    m = BitmapMatrix(a)
+    assert_same_csr(spgemm(m, m, max_memory=1e9).to_scipy(), a @ a)
+
+
 def test_out_of_memory_halves_the_slice(xp, monkeypatch):
     # a product of more than 60 blocks of A "runs out of memory": the retry
     # halves slices at block-row boundaries until each fits

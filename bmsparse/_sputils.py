@@ -76,6 +76,11 @@ def check_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
         raise TypeError(f"{what} {dtype!r} is not a dtype; supported: "
                         f"{supported_names()}") from exc
     if dt not in SUPPORTED_DTYPES:
+        if dt.newbyteorder("=") in SUPPORTED_DTYPES:
+            # (its name is the native one's: "float64 is not supported" would
+            # contradict the list)
+            raise TypeError(f"{what} {dt.str} is in non-native byte order; convert it with "
+                            f".astype(numpy.{dt.name})")
         raise TypeError(f"{what} {dt.name} is not supported; supported: "
                         f"{supported_names()}")
     return dt

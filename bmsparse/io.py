@@ -85,4 +85,12 @@ def mmwrite(path: str | os.PathLike, a: Any, *, comment: str = "") -> None:
     # open (a missing folder) returns without an error and writes nothing
     opener = gzip.open if os.fspath(path).endswith(".gz") else open
     with opener(path, "wb") as f:
-        scipy.io.mmwrite(f, c, comment=comment, field=field)
+        if field == "pattern" and c.nnz == 0:
+            # scipy writes an empty matrix as "real" whatever the field: it
+            # would read back as float64
+            lines = ["%%MatrixMarket matrix coordinate pattern general",
+                     *(f"%{line}" for line in comment.splitlines()),
+                     f"{c.shape[0]} {c.shape[1]} 0", ""]
+            f.write("\n".join(lines).encode())
+        else:
+            scipy.io.mmwrite(f, c, comment=comment, field=field)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import numpy as np
 import pytest
 import scipy.io
@@ -50,8 +52,6 @@ READ_DTYPES = {"bool": "bool", "int32": "int64", "int64": "int64", "float32": "f
 
 
 def banner(path) -> bytes:
-    import gzip
-
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rb") as f:
         return f.readline()
@@ -85,6 +85,23 @@ def test_empty_and_full_block_round_trip(tmp_path, suffix):
         path = tmp_path / f"{i}{suffix}"
         mmwrite(path, a)
         assert_equal(mmread(path), a)
+
+
+@pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
+@pytest.mark.parametrize("case", ["empty", "0xn", "zero-nnz"])
+def test_empty_bool_matrix_is_written_as_pattern(tmp_path, suffix, case):
+    # scipy writes an empty matrix as "real" whatever field it is given: it
+    # would read back as float64
+    from bmsparse.testing import assert_equal
+    from tests.cases import named
+
+    a = BitmapMatrix(named(case, "bool"))
+    path = tmp_path / f"a{suffix}"
+    mmwrite(path, a, comment="two\nlines")
+    assert banner(path).split()[3] == b"pattern"
+    assert_equal(mmread(path), a)
+    want = scipy.io.mmread(gzip.open(path) if suffix == ".mtx.gz" else path)
+    assert want.shape == a.shape and want.nnz == 0
 
 
 @pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])

@@ -28,6 +28,8 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
+from ._format import MAX_DIM
+
 __all__ = [
     "SUITESPARSE_URL",
     "download_suitesparse",
@@ -290,6 +292,12 @@ def _read_edge_list(data: bytes, source: str) -> sp.csr_array:
                              f"{ncols} columns of numbers"))
     numbers = numbers.reshape(-1, ncols)
     ids = numbers[:, :2]
+    if ids.size and ids.max() >= MAX_DIM:
+        # (before the float ids are cast: 1e20 would wrap to a negative id)
+        row = int(np.argmax((ids >= MAX_DIM).any(axis=1)))
+        raise ValueError(f"{source}: node ids must be below {MAX_DIM} (the largest "
+                         f"dimension a matrix may have), got {ids[row].tolist()} in edge "
+                         f"{row} (0-based, comments not counted)")
     if ids.dtype.kind == "f":
         bad = ~np.isfinite(ids) | (ids != np.floor(ids))
         if bad.any():

@@ -322,6 +322,14 @@ ERROR_CASES = {
     "fractional-id": ("g.txt", b"0 1 1\n0.5 1 2\n", ValueError,
                       r"node ids must be integers, got \(0\.5, 1\.0\) in edge 1"),
     "nan-id": ("g.txt", b"nan 1\n", ValueError, r"node ids must be integers, got \(nan, 1\.0\)"),
+    # past the largest dimension: a clear error, not scipy allocating an
+    # indptr of 728 TiB, an OverflowError, or 1e20 wrapping to a negative id
+    "huge-id": ("g.txt", b"0 1\n0 99999999999999\n", ValueError,
+                r"node ids must be below 34359738368 .*got \[0, 99999999999999\] in edge 1"),
+    "int64-max-id": ("g.txt", b"0 9223372036854775807\n", ValueError,
+                     r"node ids must be below 34359738368 .*in edge 0"),
+    "float-huge-id": ("g.txt", b"0 1 2.5\n1e20 1 1\n", ValueError,
+                      r"node ids must be below 34359738368 .*got \[1e\+20, 1\.0\] in edge 1"),
     "archive-without-mtx": ("x.tar.gz", None, ValueError, r"x\.tar\.gz'? holds no \.mtx file"),
 }
 

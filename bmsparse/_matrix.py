@@ -108,10 +108,12 @@ class BitmapMatrix:
             src = BitmapMatrix.from_coo(rows, cols, values, shape)
         elif hasattr(arg, "ndim") and hasattr(arg, "dtype"):
             src = BitmapMatrix.from_dense(arg)
+        elif isinstance(arg, list):  # nested lists, as scipy takes them
+            src = BitmapMatrix.from_dense(np.asarray(arg))
         else:
             raise TypeError(f"cannot build a BitmapMatrix from {type(arg).__name__}; expected "
                             "a BitmapMatrix, a scipy or cupyx sparse matrix, a dense array "
-                            "or COO triplets (values, (rows, cols))")
+                            "or nested lists, or COO triplets (values, (rows, cols))")
         if shape is not None and check_shape(shape) != src.shape:
             raise ValueError(f"shape {tuple(shape)} does not match the input's {src.shape}")
         if dtype is not None:
@@ -278,6 +280,9 @@ class BitmapMatrix:
             Indices are not integers, or the value dtype is unsupported.
         """
         shape = check_shape(shape)
+        for name, x in (("rows", rows), ("cols", cols)):
+            if not (_is_array(x) or isinstance(x, (list, tuple))):
+                raise TypeError(f"{name} must be an integer array, got {type(x).__name__}")
         xp = get_array_module(*(x for x in (rows, cols, values) if _is_array(x)))
         # kernels read dense arrays: strided views (cupy.nonzero's) are copied;
         # an empty list is an empty index array, as scipy takes it
@@ -339,11 +344,11 @@ class BitmapMatrix:
         shape : (int, int)
         """
         shape = check_shape(shape)
+        indptr, indices = (_contiguous(x) for x in (indptr, indices))
+        values = None if values is None else _contiguous(values)
         if values is not None and values.dtype == np.bool_:
             return cls.from_coo(convert._csr_rows(get_array_module(indptr), indptr), indices,
                                 values, shape)
-        indptr, indices = (_contiguous(x) for x in (indptr, indices))
-        values = None if values is None else _contiguous(values)
         blocks, rows = convert.csr_to_bitmap_rows(indptr, indices, values, shape)
         m = cls._from_blocks(*blocks, shape)
         if rows is not None:  # found by the conversion: no launch or sync when asked for
@@ -354,6 +359,8 @@ class BitmapMatrix:
     @classmethod
     def from_dense(cls, a: Any) -> BitmapMatrix:
         """A matrix from a dense 2-D NumPy or CuPy array (its non-zeros)."""
+        if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+            a = np.asarray(a)  # numpy.matrix: its fancy indexing keeps two dimensions
         xp = get_array_module(a)
         if a.ndim != 2:
             raise ValueError(f"expected a 2-D array, got {a.ndim}-D")
@@ -476,6 +483,8 @@ class BitmapMatrix:
                              f"got {self.offsets.shape[0]}")
         if self.values is not None:
             check_dtype(self.values.dtype, "values dtype")
+            if self.values.ndim != 1:
+                raise ValueError(f"values must be 1-D, got {self.values.ndim}-D")
         if not full_check:
             return
         _check_blocks(xp, self)
@@ -613,6 +622,7 @@ class BitmapMatrix:
     __array_ufunc__ = None     # NumPy arrays and scalars do too
 
     def __matmul__(self, other: Any) -> Any:
+        other = _as_operand(other)
         if _is_dense(other):  # first, and importing only SpMV: the cheapest path
             from .spmv import matmul_dense
 
@@ -634,6 +644,7 @@ class BitmapMatrix:
         from .spgemm import spgemm
         from .spmv import matmul_dense
 
+        other = _as_operand(other)
         if _is_scipy_sparse(other) or _is_cupyx_sparse(other):
             return spgemm(BitmapMatrix(other), self)
         if _is_dense(other):
@@ -657,13 +668,20 @@ class BitmapMatrix:
         return self._add(other, "minus")
 
     def __rsub__(self, other: Any) -> Any:
+        from .elementwise import elementwise
+
+        other = _as_operand(other)
         if _is_dense(other):
             return other - self._dense_operand(other)
+        sparse = _as_sparse(other)
+        if sparse is not None:  # (not -(self - other): a bool matrix has no negation)
+            return elementwise(sparse, self, "minus")
         return -self._add(other, "minus")
 
     def _add(self, other: Any, op: str) -> Any:
         from .elementwise import elementwise
 
+        other = _as_operand(other)
         sparse = _as_sparse(other)
         if sparse is not None:
             return elementwise(self, sparse, op)
@@ -688,9 +706,13 @@ class BitmapMatrix:
     def __mul__(self, other: Any) -> Any:
         if _is_scalar(other):
             return self._scale(other)
-        return self.multiply(other)
+        return self._multiply(other)
 
     def __rmul__(self, other: Any) -> Any:
+        if _is_matrix_product(other):
+            # a scipy *_matrix or cupyx sparse matrix on the left: there ``*``
+            # is the matrix product (its own __mul__ gave way to ours)
+            return self.__rmatmul__(other)
         return self.__mul__(other)
 
     def multiply(self, other: Any) -> BitmapMatrix:
@@ -714,12 +736,21 @@ class BitmapMatrix:
             The shapes differ (a dense operand that does not broadcast to
             this shape).
         TypeError
-            Host and device operands are mixed.
+            Host and device operands are mixed, or ``other`` is none of these.
         NotImplementedError
             A dense operand that would broadcast this matrix to a larger shape.
         """
+        out = self._multiply(other)
+        if out is NotImplemented:
+            raise TypeError("multiply: other must be a sparse matrix, a dense array or a "
+                            f"scalar, got {type(other).__name__}")
+        return out
+
+    def _multiply(self, other: Any) -> Any:
+        """:meth:`multiply`, or NotImplemented for an operand it does not take."""
         from .elementwise import elementwise
 
+        other = _as_operand(other)
         if _is_scalar(other):
             return self._scale(other)
         sparse = _as_sparse(other)
@@ -757,6 +788,7 @@ class BitmapMatrix:
                                          self.offsets.copy(), values, self.shape)
 
     def __truediv__(self, other: Any) -> BitmapMatrix:
+        other = _as_operand(other)
         if _is_scalar(other):
             # as scipy: divide in float64 unless the dtype is complex
             m = self.astype(np.float64, copy=False) if np.can_cast(self.dtype, np.float64) \
@@ -967,6 +999,31 @@ def _is_dense(x: Any) -> bool:
     if isinstance(x, np.ndarray):
         return x.ndim > 0
     return type(x).__module__.startswith("cupy") and type(x).__name__ == "ndarray"
+
+
+def _as_operand(x: Any) -> Any:
+    """An operand as the operators take it: a NumPy array for a list or a
+    tuple (as scipy takes them), a plain ndarray for an ndarray subclass
+    (``numpy.matrix`` keeps two dimensions where a kernel takes one), else
+    ``x`` itself."""
+    kind = type(x)
+    if kind is np.ndarray or kind is BitmapMatrix:
+        return x
+    if kind is list or kind is tuple or isinstance(x, np.ndarray):
+        return np.asarray(x)
+    return x
+
+
+def _is_matrix_product(x: Any) -> bool:
+    """True for a sparse operand whose ``*`` is the matrix product: a scipy
+    ``*_matrix`` (not a sparse array) or any cupyx sparse matrix."""
+    if _is_cupyx_sparse(x):
+        return True
+    if not _is_scipy_sparse(x):
+        return False
+    import scipy.sparse as sp
+
+    return not isinstance(x, sp.sparray)
 
 
 def _as_sparse(x: Any) -> BitmapMatrix | None:

@@ -90,6 +90,50 @@ def test_scipy_operand(op):
     assert_same_csr(OPS[op](BitmapMatrix(a), b).to_scipy(), scipy_result(op, a, b), rtol=0)
 
 
+@pytest.mark.parametrize("op", ["plus", "minus", "star"])
+@pytest.mark.parametrize("dtype", ["bool", "float64"])
+def test_scipy_operand_on_the_left(dtype, op, xp):
+    # scipy's sparse array gives way to ours: `s - A` must be the difference
+    # in that order (not -(A - s): a bool matrix has no negation), and `*`
+    # element-wise, as between two sparse arrays
+    a, b = named("tall", dtype), partner(named("tall", dtype), seed=6)
+    got = OPS[op](b, ours(a, xp)) if xp is np else OPS[op](ours(b, xp), ours(a, xp))
+    assert_same_csr(host(got).to_scipy(), scipy_result(op, b, a), rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["csr_matrix", "coo_matrix"])
+def test_scipy_matrix_on_the_left_of_star_is_a_product(kind):
+    # for scipy's *_matrix classes `*` is the matrix product: theirs gives
+    # way to ours, which must then multiply, not take the element-wise product
+    a, b = named("square", "float64"), partner(named("square", "float64"), seed=7)
+    left = getattr(sp, kind)(b)
+    want = sp.csr_array(left * sp.csr_array(a))
+    assert_same_csr((left * BitmapMatrix(a)).to_scipy(), want)
+    # and a sparse array on the left keeps `*` element-wise
+    assert_same_csr((sp.csr_array(b) * BitmapMatrix(a)).to_scipy(), b.multiply(a), rtol=0)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # numpy.matrix
+@pytest.mark.parametrize("op", ["plus", "minus", "times", "star"])
+def test_numpy_matrix_and_lists_act_as_arrays(op):
+    a = named("tall", "float64")
+    d = np.arange(a.shape[0] * a.shape[1], dtype=np.float64).reshape(a.shape)
+    for other in (np.asmatrix(d), d.tolist()):
+        got, want = OPS[op](BitmapMatrix(a), other), OPS[op](sp.csr_array(a), d)
+        got, want = (x.toarray() if sp.issparse(x) or isinstance(x, BitmapMatrix)
+                     else np.asarray(x) for x in (got, want))
+        np.testing.assert_array_equal(got, want)
+        assert not isinstance(got, np.matrix)
+
+
+@pytest.mark.parametrize("other", ["x", None, object()], ids=["str", "none", "object"])
+def test_multiply_by_what_it_does_not_take_raises(other):
+    a = BitmapMatrix(named("tall", "float64"))
+    with pytest.raises(TypeError, match="multiply: other must be a sparse matrix, a dense "
+                       f"array or a scalar, got {type(other).__name__}"):
+        a.multiply(other)
+
+
 @pytest.mark.parametrize("alpha", [2, -1.5, 0, 0.0, 1j, np.float32(3), True, False])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_scalar_multiply_keeps_structure(dtype, alpha, xp):

@@ -605,8 +605,10 @@ def test_from_blocks_rejects_broken(name, xp):
      r"offsets must have length nblocks \+ 1 = 5, got 4"),
     (u64(GRID_KEYS), u64(GRID_BITMAPS), i64(GRID_OFFSETS), np.arange(6, dtype=np.float16),
      TypeError, f"values dtype float16 is not supported; supported: {SUPPORTED}"),
+    (u64(GRID_KEYS), u64(GRID_BITMAPS), i64(GRID_OFFSETS), np.arange(6.0).reshape(6, 1),
+     ValueError, "values must be 1-D, got 2-D"),
 ], ids=["int64-keys", "int64-bitmaps", "2d-arrays", "length-mismatch", "short-offsets",
-        "float16-values"])
+        "float16-values", "2d-values"])
 def test_check_format_cheap_errors(keys, bitmaps, offsets, values, error, match):
     m = BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, GRID_SHAPE)
     with pytest.raises(error, match=match):
@@ -681,6 +683,42 @@ def test_unsupported_dtypes(make, name):
         BitmapMatrix(make())
 
 
+@pytest.mark.parametrize("make", [
+    lambda: np.eye(3, dtype=">f8"),
+    lambda: BitmapMatrix(np.eye(3)).astype(">f8"),
+    lambda: (np.ones(2, dtype=">i8"), (np.array([0, 1]), np.array([0, 1]))),
+], ids=["dense", "astype", "coo-values"])
+def test_non_native_byte_order_is_named(make):
+    # its name is "float64" too: "float64 is not supported; supported: ...,
+    # float64" would contradict itself
+    with pytest.raises(TypeError, match=r"dtype >[fi]8 is in non-native byte order; convert it "
+                       r"with \.astype\(numpy\.(float64|int64)\)"):
+        arg = make()
+        BitmapMatrix(arg, shape=(2, 2)) if isinstance(arg, tuple) else BitmapMatrix(arg)
+
+
+def test_from_blocks_refuses_2d_values():
+    with pytest.raises(ValueError, match="values must be 1-D, got 2-D"):
+        BitmapMatrix.from_blocks(u64([0]), u64([1]), np.array([[1.0]]), (8, 8))
+
+
+def test_from_csr_and_from_coo_name_what_they_refuse():
+    indptr, indices = np.array([0, 1, 2]), np.array([1, 0])
+    with pytest.raises(TypeError, match="expected a NumPy or CuPy array, got list"):
+        BitmapMatrix.from_csr(indptr, indices, [1.0, 2.0], (2, 2))
+    for rows, cols, name in ((None, [0], "rows"), ([0], 3, "cols")):
+        with pytest.raises(TypeError, match=f"{name} must be an integer array, got "
+                           f"{type(rows if name == 'rows' else cols).__name__}"):
+            BitmapMatrix.from_coo(rows, cols, [1.0], (2, 2))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # numpy.matrix
+def test_nested_lists_and_numpy_matrix_build_as_scipy_does():
+    d = [[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]]
+    for arg in (d, np.asmatrix(d)):
+        assert_same_csr(BitmapMatrix(arg).to_scipy(), sp.csr_array(arg), rtol=0)
+
+
 def test_unsupported_coo_value_dtype():
     with pytest.raises(TypeError, match=f"values dtype float16 is not supported; supported: "
                                         f"{SUPPORTED}"):
@@ -689,12 +727,11 @@ def test_unsupported_coo_value_dtype():
 
 
 @pytest.mark.parametrize("arg,name", [
-    ([[1.0, 0.0], [0.0, 2.0]], "list"),
     ("abc", "str"),
     (3.0, "float"),
     (None, "NoneType"),
     ((np.ones(2), np.array([0, 1])), "tuple"),   # not (values, (rows, cols))
-], ids=["list-of-lists", "string", "scalar", "none", "bad-tuple"])
+], ids=["string", "scalar", "none", "bad-tuple"])
 def test_unsupported_input_type(arg, name):
     with pytest.raises(TypeError, match=f"cannot build a BitmapMatrix from {name}; expected"):
         BitmapMatrix(arg)

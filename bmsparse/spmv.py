@@ -50,9 +50,9 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
 
     Parameters
     ----------
-    a : BitmapMatrix
+    a : BitmapMatrix, or anything it takes (a scipy or cupyx sparse matrix)
         Shape (m, n).
-    x : NumPy or CuPy array, on the same side as ``a``
+    x : NumPy or CuPy array (or a list), on the same side as ``a``
         Shape (n,) or (n, k) ((m,) or (m, k) with ``transpose``), any
         memory order.
     transpose : bool
@@ -71,8 +71,8 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
         ``x`` is a scalar or has more than 2 dimensions, or the inner
         dimensions differ (scipy's message).
     TypeError
-        ``a`` and ``x`` are on different sides, or the result dtype is not
-        supported.
+        ``x`` is not an array, ``a`` and ``x`` are on different sides, or the
+        result dtype is not supported.
 
     Notes
     -----
@@ -101,6 +101,15 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
     >>> spmv(a, np.array([1.0, 2.0]), transpose=True)
     array([1., 6., 2.])
     """
+    from ._matrix import BitmapMatrix, _as_operand
+
+    a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
+    x = _as_operand(x)
+    if not hasattr(x, "ndim"):
+        raise TypeError(f"x must be a NumPy or CuPy array, got {type(x).__name__}")
+    source = a._transpose_of  # a lazy transpose: its source's blocks, the other way
+    if source is not None:
+        return matmul_dense(source, x, not transpose, False)
     return matmul_dense(a, x, transpose, False)
 
 

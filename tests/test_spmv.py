@@ -692,6 +692,32 @@ def test_host_matrix_device_vector():
         a.to_device() @ np.ones(21)
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # numpy.matrix
+def test_lists_and_numpy_matrix_operands_as_scipy_takes_them():
+    a = named("tall", "float64")
+    m, s = BitmapMatrix(a), sp.csr_array(a)
+    x, y = np.arange(21.0).tolist(), np.arange(37.0).tolist()
+    left, right = np.asmatrix(np.ones((2, 37))), np.asmatrix(np.ones((21, 2)))
+    for got, want in ((m @ x, s @ x), (y @ m, y @ s), (m @ right, s @ right),
+                      (left @ m, left @ s)):
+        assert type(got) is np.ndarray and got.shape == np.asarray(want).shape
+        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-12)
+
+
+def test_spmv_takes_what_matmul_takes():
+    a = named("tall", "float64")
+    want, want_t = a @ np.ones(21), a.T @ np.arange(37.0)
+    np.testing.assert_allclose(spmv_function(a, np.ones(21)), want, rtol=1e-12)  # scipy's
+    m = BitmapMatrix(a)
+    np.testing.assert_allclose(spmv_function(m, [1.0] * 21), want, rtol=1e-12)
+    # a lazy transpose, either way
+    np.testing.assert_allclose(spmv_function(m.T, np.arange(37.0)), want_t, rtol=1e-12)
+    np.testing.assert_allclose(spmv_function(m.T, np.ones(21), transpose=True), want,
+                               rtol=1e-12)
+    with pytest.raises(TypeError, match="x must be a NumPy or CuPy array, got float"):
+        spmv_function(m, 2.5)
+
+
 def test_unsupported_operand_type():
     a = BitmapMatrix(named("tall", "float64"))
     with pytest.raises(TypeError, match="unsupported operand"):

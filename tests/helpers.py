@@ -112,3 +112,16 @@ def assert_barriers_kept_by_stream(compute: Callable[[], None]) -> None:
         arrivals, generation = barrier_words_at(pointer)
         assert arrivals == 0 and generation > 0
     assert barrier_words_at(here)[0] == 0
+
+
+def run_in_threads(run: Callable[[int], None], n: int, what: str) -> None:
+    """``run(i)`` in ``n`` host threads at once, each to its end (at most 120
+    s: a hang fails the test, naming ``what``)."""
+    import threading
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), f"{what} did not finish"

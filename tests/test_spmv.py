@@ -15,6 +15,7 @@ from bmsparse import spmv as spmv_function
 from bmsparse import generators
 from bmsparse.spmv import column_pointer, row_pointer
 from tests.cases import CASES, DTYPES, assert_dense_close, host, named, ours, random_matrix
+from tests.helpers import run_in_threads
 
 # the module: bmsparse.spmv names the function
 spmv_module = importlib.import_module("bmsparse.spmv")
@@ -550,8 +551,6 @@ def test_kept_scratch_follows_the_stream_and_dtype():
 
 @pytest.mark.gpu
 def test_per_thread_default_stream_keeps_a_scratch_per_thread():
-    import threading
-
     import cupy
 
     # Stream.ptds is one object and one handle for every host thread, but a
@@ -570,12 +569,7 @@ def test_per_thread_default_stream_keeps_a_scratch_per_thread():
             cupy.cuda.Stream.ptds.synchronize()
         got[i] = [y.get() for y in ys]
 
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a product did not finish"
+    run_in_threads(run, 4, "a product")
     assert len(set(keys.values())) == 4 and all(k in d._cache for k in keys.values())
     for i in range(4):
         for y in got[i]:

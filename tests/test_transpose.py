@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from bmsparse import BitmapMatrix, _format, transpose
 from bmsparse.testing import assert_equal
 from tests.cases import CASES, DTYPES, host, named, ours, random_matrix
-from tests.helpers import assert_barriers_kept_by_stream, assert_same_csr
+from tests.helpers import assert_barriers_kept_by_stream, assert_same_csr, run_in_threads
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -227,8 +227,6 @@ def test_per_thread_default_stream_gives_each_thread_its_barrier(kernel, monkeyp
     # different stream in each: transposes of several threads may run at
     # once, and one pair of barrier words between them would mix their
     # arrivals (a barrier let through early, or never)
-    import threading
-
     import cupy
 
     from bmsparse import _kernels
@@ -253,12 +251,7 @@ def test_per_thread_default_stream_gives_each_thread_its_barrier(kernel, monkeyp
             cupy.cuda.Stream.ptds.synchronize()
         got[i] = [t.get().to_scipy() for t in ts]
 
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a transpose did not finish"
+    run_in_threads(run, 4, "a transpose")
     assert all(a == b for a, b in words.values()) and len({a for a, _ in words.values()}) == 4
     for i in range(4):
         for g in got[i]:

@@ -164,6 +164,13 @@ class BitmapMatrix:
             self._made.ready()
         return self._keys, self._bitmaps, self._offsets, self._values
 
+    def __getstate__(self) -> dict[str, Any]:
+        # what is derived and kept is bound to streams and launches (events,
+        # a launch's lock): a pickle or a copy derives it again
+        state = self.__dict__.copy()
+        state["_cache"], state["_made"] = {}, None
+        return state
+
     def _keep(self, key: Any, value: Any, device: bool | None = None) -> Any:
         """Keep ``value``, derived from the blocks, under ``key``; ``device``:
         made by work on the current stream (default: the matrix is on a GPU)."""

@@ -33,6 +33,36 @@ def test_kept_values_are_made_once_on_the_host():
     assert m._derived("row_pointer") is None and not m._cache
 
 
+def _pickled(m):
+    import pickle
+
+    return pickle.loads(pickle.dumps(m))
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "copy"])
+def test_pickles_and_copies_derive_again(how, xp):
+    # what is kept is bound to streams and launches (a kept SpMV launch
+    # holds a lock, device entries a stream): copies start without it
+    import copy
+
+    duplicate = {"pickle": _pickled, "deepcopy": copy.deepcopy, "copy": copy.copy}[how]
+    a = random_csr(60, 50, 0.1, seed=3)
+    m = BitmapMatrix(a)
+    m = m if xp is np else m.to_device()
+    x, y = xp.ones(50), xp.ones(60)
+    t = m.T
+    t.keys  # noqa: B018 - a made lazy transpose
+    for _ in range(2):
+        m @ x, m.T @ y, t @ y
+    assert m._cache and (xp is np or t._made is not None)
+    dup_m, dup_t = duplicate(m), duplicate(t)
+    for dup in (dup_m, dup_t):
+        assert not dup._cache and dup._made is None
+    for got, want in ((dup_m @ x, a @ np.ones(50)), (dup_m.T @ y, a.T @ np.ones(60)),
+                      (dup_t @ y, a.T @ np.ones(60))):
+        np.testing.assert_allclose(got if xp is np else got.get(), want, rtol=1e-12)
+
+
 _SPIN = r"""
 extern "C" __global__ void spin(long long ns, int* flag)
 {

@@ -97,9 +97,13 @@ def test_a_stream_reading_what_another_made_waits_for_it(name):
         def read(_):
             return t.keys
     flag = cupy.zeros(2, dtype=cupy.int32)
-    cupy.cuda.Device().synchronize()
     maker = cupy.cuda.Stream(non_blocking=True)
     reader = cupy.cuda.Stream(non_blocking=True)
+    with reader:
+        # allocated before: an allocation the pool must ask the driver for
+        # (cudaMalloc) would wait for the whole device, the spin included
+        got = cupy.empty(want.shape, want.dtype)
+    cupy.cuda.Device().synchronize()
     with maker:
         # the maker is held up for 0.3 s: what it makes is queued behind
         spin((1,), (1,), (np.int64(300_000_000), flag))
@@ -108,8 +112,9 @@ def test_a_stream_reading_what_another_made_waits_for_it(name):
         # else the making synced and the test below could not fail
         assert not spun.done, "making the array waited for the host"
     with reader:
-        got = read(d).copy()
+        got[...] = read(d)
         probe((1,), (1,), (flag, flag[1:]))
+    assert not spun.done, "reading the array waited for the host"
     reader.synchronize()
     assert int(flag[1].get()) == 1, "the reader did not wait for the maker"
     np.testing.assert_array_equal(cupy.asnumpy(got), want)

@@ -11,8 +11,8 @@ from . import _derived, _readback, convert
 from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
-from ._sputils import (check_cupyx_dtype, check_dtype, check_shape, csr_from_arrays,
-                       get_array_module, operator_index, upcast)
+from ._sputils import (check_cupyx_dtype, check_device, check_dtype, check_shape,
+                       csr_from_arrays, get_array_module, operator_index, upcast)
 
 
 class _BlockArray:
@@ -421,6 +421,18 @@ class BitmapMatrix:
     def _xp(self) -> Any:
         return get_array_module(self._block_source().keys)
 
+    def _check_device(self) -> None:
+        """ValueError when the arrays are on another GPU than the current one,
+        before CuPy's own kernels would read them there through peer access."""
+        keys = self._block_source().keys
+        if not isinstance(keys, np.ndarray):
+            check_device(keys)
+
+    def _with_values(self, values: Any) -> BitmapMatrix:
+        """This matrix's structure (copied) with ``values``."""
+        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
+                                         self.offsets.copy(), values, self.shape)
+
     def _block_source(self) -> BitmapMatrix:
         """The matrix holding the arrays: the source of a lazy transpose, else self."""
         return self._transpose_of if self._transpose_of is not None else self
@@ -509,17 +521,24 @@ class BitmapMatrix:
                                          self._nnz)
 
     def to_device(self) -> BitmapMatrix:
-        """This matrix with CuPy arrays on the current GPU (self when already there)."""
-        if self.on_device:
-            return self
+        """This matrix with CuPy arrays on the current GPU: self when already
+        there, else a copy (from the host, or from another GPU)."""
+        source = self._transpose_of
+        if source is not None:  # a lazy transpose: its source moves
+            moved = source.to_device()
+            return self if moved is source else moved.T
         import cupy
 
-        values = None if self.values is None else cupy.asarray(self.values)
-        return BitmapMatrix._from_blocks(cupy.asarray(self.keys), cupy.asarray(self.bitmaps),
-                                         cupy.asarray(self.offsets), values, self.shape,
+        if self.on_device and self._keys.data.device_id == cupy.cuda.runtime.getDevice():
+            return self
+        # cupy.array copies onto the current device, from the host or a peer
+        values = None if self._values is None else cupy.array(self._values)
+        return BitmapMatrix._from_blocks(cupy.array(self._keys), cupy.array(self._bitmaps),
+                                         cupy.array(self._offsets), values, self.shape,
                                          self.dtype, self._nnz)
 
     def copy(self) -> BitmapMatrix:
+        self._check_device()
         values = None if self.values is None else self.values.copy()
         return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
                                          self.offsets.copy(), values, self.shape, self.dtype,
@@ -780,19 +799,17 @@ class BitmapMatrix:
         values = (factor if self.values is None else self.values * factor).astype(dtype)
         if dtype == np.bool_:
             return BitmapMatrix.from_coo(rows, cols, values, self.shape)
-        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
-                                         self.offsets.copy(), values, self.shape)
+        return self._with_values(values)
 
     def _scale(self, alpha: Any) -> BitmapMatrix:
         """``alpha * self``: the structure is kept, zeros included (as scipy keeps it)."""
+        self._check_device()
         dtype = upcast(np.result_type(self.dtype, alpha))
         if dtype == np.bool_:
             # a pattern matrix cannot store False: scaling by False empties it
             return self.copy() if alpha else BitmapMatrix.from_coo(
                 *self._coo_indices(), self._xp().zeros(self.nnz, dtype=bool), self.shape)
-        values = self.astype(dtype, copy=False).values * dtype.type(alpha)
-        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
-                                         self.offsets.copy(), values, self.shape)
+        return self._with_values(self.astype(dtype, copy=False).values * dtype.type(alpha))
 
     def __truediv__(self, other: Any) -> BitmapMatrix:
         other = _as_operand(other)
@@ -810,14 +827,14 @@ class BitmapMatrix:
     def __neg__(self) -> BitmapMatrix:
         if self.dtype == np.bool_:
             raise NotImplementedError("negating a boolean sparse array is not supported")
-        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
-                                         self.offsets.copy(), -self.values, self.shape)
+        self._check_device()
+        return self._with_values(-self.values)
 
     def __abs__(self) -> BitmapMatrix:
         if self.dtype == np.bool_:
             return self.copy()
-        return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
-                                         self.offsets.copy(), abs(self.values), self.shape)
+        self._check_device()
+        return self._with_values(abs(self.values))
 
     # --- reductions --------------------------------------------------------
 

@@ -141,7 +141,8 @@ def get_array_module(*arrays: Any) -> Any:
     """numpy or cupy, whichever all non-None ``arrays`` belong to.
 
     Raises TypeError for a mix: no copy between host and device happens
-    silently.
+    silently; ValueError for CuPy arrays on another GPU than the current
+    one (:func:`check_device`).
     """
     # every stage asks, mostly of CuPy arrays alone: one type check each
     if arrays and _CUPY is not None and type(arrays[0]) is _CUPY[0]:
@@ -150,6 +151,7 @@ def get_array_module(*arrays: Any) -> Any:
             if type(a) is not kind and a is not None:
                 break
         else:
+            check_device(*arrays)
             return _CUPY[1]
     module = None
     for a in arrays:
@@ -162,12 +164,34 @@ def get_array_module(*arrays: Any) -> Any:
             raise TypeError("operands must all be on the host (NumPy) or all on the "
                             "device (CuPy), got a mix; move one with .get() or "
                             ".to_device()")
-    return np if module is None else module
+    if module is None or module is np:
+        return np
+    check_device(*arrays)
+    return module
 
 
-#: CuPy's ndarray type and module, once a CuPy array has been seen (every
-#: stage asks for the module of its arrays: the common case is one type check)
-_CUPY: tuple[type, Any] | None = None
+def check_device(*arrays: Any) -> None:
+    """ValueError unless every CuPy array of ``arrays`` (None skipped) is on
+    the current GPU: a kernel launched there reading another GPU's memory
+    faults, and the fault ends the process's use of every GPU."""
+    if _CUPY is None:
+        import cupy
+
+        device = cupy.cuda.runtime.getDevice()
+    else:
+        device = _CUPY[2]()
+    for a in arrays:
+        if a is not None and a.data.device_id != device:
+            raise ValueError(f"an operand is on GPU {a.data.device_id} but the current device "
+                             f"is GPU {device}: run under cupy.cuda.Device("
+                             f"{a.data.device_id}), or copy the operand with .to_device() "
+                             "(a matrix) or cupy.asarray (an array) under the current one")
+
+
+#: CuPy's ndarray type and module, and cupy.cuda.runtime.getDevice, once a
+#: CuPy array has been seen (every stage asks for the module of its arrays:
+#: the common case is one type check)
+_CUPY: tuple[type, Any, Any] | None = None
 
 
 def _module_of(a: Any) -> Any:
@@ -183,7 +207,7 @@ def _module_of(a: Any) -> Any:
         import cupy
 
         if kind is cupy.ndarray:
-            _CUPY = (cupy.ndarray, cupy)
+            _CUPY = (cupy.ndarray, cupy, cupy.cuda.runtime.getDevice)
         return cupy
     raise TypeError(f"expected a NumPy or CuPy array, got {kind.__name__}")
 

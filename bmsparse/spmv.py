@@ -23,7 +23,7 @@ import numpy as np
 from . import _kernels, _readback
 from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, block_cols_of, block_rows_of, \
     set_bits
-from ._sputils import get_array_module, matmul_mismatch, upcast
+from ._sputils import check_device, get_array_module, matmul_mismatch, upcast
 
 _KERNELS = "spmv.cu"
 _DENSE_KERNELS = "spmv_dense.cu"  # the same kernels for dense blocks, named ..._dense
@@ -127,6 +127,7 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
             and a.dtype.kind != "b" and type(a.keys) is _kernels._NDARRAY:
         # a device vector of the matrix's dtype, the common case: no dtype
         # steps (its host time is most of a small product's)
+        check_device(a.keys, x)
         return _launch_kept(a, transpose, x, shape[0], a.values)
     xp = get_array_module(a.keys, x)
     a_dtype, x_dtype = a.dtype, x.dtype

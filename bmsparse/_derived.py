@@ -38,37 +38,45 @@ def _stream() -> tuple[Any, Any]:
 
 class Made:
     """``value``, made by work queued on the current stream (device arrays),
-    or on the host (``device=False``): nothing to wait for."""
+    or on the host (``device=False``): nothing to wait for. ``recorded``:
+    record the event at once (see :meth:`done`)."""
 
     __slots__ = ("value", "stream", "key", "device", "event", "per_thread")
 
-    def __init__(self, value: Any, device: bool) -> None:
+    def __init__(self, value: Any, device: bool, recorded: bool = False) -> None:
         self.value = value
         self.stream = self.key = self.event = None
+        self.per_thread = False
         if not device:
             return
         self.stream, self.key = _stream()
         self.device = _kernels._GET_DEVICE()
         self.per_thread = isinstance(self.key, tuple)
-        if self.per_thread:
+        if self.per_thread or recorded:
             self.event = self._record()
 
     def _record(self) -> Any:
         import cupy
 
-        # (an event is recorded on a stream of its own device)
-        with cupy.cuda.Device(self.device):
+        if _kernels._GET_DEVICE() == self.device:
             event = cupy.cuda.Event(block=False, disable_timing=True)
+        else:  # (an event is recorded on a stream of its own device)
+            with cupy.cuda.Device(self.device):
+                event = cupy.cuda.Event(block=False, disable_timing=True)
         event.record(self.stream)
         return event
+
+    def done(self) -> bool:
+        """True once the work that made the value has run (known only with
+        an event recorded when it was made): no stream need wait for it."""
+        return self.event is not None and self.event.done
 
     def ready(self) -> Any:
         """The value, once the current stream's next work is ordered after
         the work that made it."""
         if self.stream is None:
             return self.value
-        # the common case first, the maker reading (a lazy transpose's
-        # blocks are read this way about 18 times per small product)
+        # the common case first, the maker reading
         if _kernels._CURRENT_STREAM() is self.stream and not self.per_thread:
             return self.value
         stream, key = _stream()

@@ -26,7 +26,8 @@ class _BlockArray:
         if obj is None:
             return self
         # read on every operation (about 18 times per small product): the
-        # common case, no transpose pending or made, is two checks and a dict read
+        # common case, no transpose pending or being made, is two checks and a
+        # dict read
         if obj._transpose_of is not None or obj._made is not None:
             obj._arrays()
         return obj.__dict__[self._attr]
@@ -159,9 +160,14 @@ class BitmapMatrix:
             self._keys, self._bitmaps, self._offsets, self._values = arrays
             self._transpose_of = None
             if not isinstance(keys, np.ndarray):
-                self._made = _derived.Made(None, True)
+                # an event now (after the launch), so that the reads once the
+                # transpose has run cost nothing: a matrix is read often
+                self._made = _derived.Made(None, True, recorded=True)
         elif self._made is not None:
-            self._made.ready()
+            if self._made.done():
+                self._made = None
+            else:
+                self._made.ready()
         return self._keys, self._bitmaps, self._offsets, self._values
 
     def __getstate__(self) -> dict[str, Any]:

@@ -146,12 +146,14 @@ def get_array_module(*arrays: Any) -> Any:
     """
     # every stage asks, mostly of CuPy arrays alone: one type check each
     if arrays and _CUPY is not None and type(arrays[0]) is _CUPY[0]:
-        kind = _CUPY[0]
+        kind, device = _CUPY[0], _CUPY[2]()
         for a in arrays:
-            if type(a) is not kind and a is not None:
+            if type(a) is kind:
+                if a.data.device_id != device:
+                    check_device(a)  # (raises)
+            elif a is not None:
                 break
         else:
-            check_device(*arrays)
             return _CUPY[1]
     module = None
     for a in arrays:

@@ -96,9 +96,31 @@ extern "C" __global__ void probe(const int* flag, int* out)
 """
 
 
+def _in_a_thread(fn):
+    """``fn()`` in a host thread of its own (its per-thread default stream)."""
+    import threading
+
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as error:  # noqa: BLE001 - raised again below
+            out["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the thread did not finish"
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("streams", ["two streams", "per-thread default stream"])
 @pytest.mark.parametrize("name", KEPT)
-def test_a_stream_reading_what_another_made_waits_for_it(name):
+def test_a_stream_reading_what_another_made_waits_for_it(name, streams):
     import cupy
 
     module = cupy.RawModule(code=_SPIN)
@@ -113,24 +135,44 @@ def test_a_stream_reading_what_another_made_waits_for_it(name):
         def read(_):
             return t.keys
     flag = cupy.zeros(2, dtype=cupy.int32)
-    maker = cupy.cuda.Stream(non_blocking=True)
-    reader = cupy.cuda.Stream(non_blocking=True)
-    with reader:
-        # allocated before: an allocation the pool must ask the driver for
-        # (cudaMalloc) would wait for the whole device, the spin included
-        got = cupy.empty(want.shape, want.dtype)
+    if streams == "two streams":
+        maker = cupy.cuda.Stream(non_blocking=True)
+        reader = cupy.cuda.Stream(non_blocking=True)
+
+        def phase(fn):
+            return fn()
+    else:
+        # one Stream object, a different stream in each host thread
+        maker = reader = cupy.cuda.Stream.ptds
+        phase = _in_a_thread
+
+    def allocate():
+        # before: an allocation the pool must ask the driver for (cudaMalloc)
+        # would wait for the whole device, the spin included
+        with reader:
+            return cupy.empty(want.shape, want.dtype)
+
+    def make():
+        with maker:
+            # the maker is held up for 0.3 s: what it makes is queued behind
+            spin((1,), (1,), (np.int64(300_000_000), flag))
+            spun = maker.record()
+            read(d)
+            # else the making synced and the test below could not fail
+            assert not spun.done, "making the array waited for the host"
+        return spun
+
+    def use():
+        with reader:
+            got[...] = read(d)
+            probe((1,), (1,), (flag, flag[1:]))
+            return reader.record()
+
+    got = phase(allocate)
     cupy.cuda.Device().synchronize()
-    with maker:
-        # the maker is held up for 0.3 s: what it makes is queued behind
-        spin((1,), (1,), (np.int64(300_000_000), flag))
-        spun = maker.record()
-        read(d)
-        # else the making synced and the test below could not fail
-        assert not spun.done, "making the array waited for the host"
-    with reader:
-        got[...] = read(d)
-        probe((1,), (1,), (flag, flag[1:]))
+    spun = phase(make)
+    used = phase(use)
     assert not spun.done, "reading the array waited for the host"
-    reader.synchronize()
+    used.synchronize()
     assert int(flag[1].get()) == 1, "the reader did not wait for the maker"
     np.testing.assert_array_equal(cupy.asnumpy(got), want)

@@ -20,7 +20,6 @@ the array is made.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from . import _kernels
@@ -33,7 +32,7 @@ def _stream() -> tuple[Any, Any]:
         _kernels.bind_cupy()
     stream = _kernels._CURRENT_STREAM()
     ptr = stream.ptr
-    return stream, (ptr, threading.get_ident()) if ptr == _kernels.PER_THREAD_STREAM else ptr
+    return stream, (ptr, _kernels.thread_token()) if ptr == _kernels.PER_THREAD_STREAM else ptr
 
 
 class Made:

@@ -99,6 +99,16 @@ _CONTEXT: tuple[Any, Any] = (None, None)
 PER_THREAD_STREAM = 2
 _local = threading.local()
 
+
+def thread_token() -> object:
+    """An object of the calling host thread's own, for keys of what is kept
+    per thread: a thread id is reused by a thread started after another
+    ended, whose per-thread stream is another (and may still run)."""
+    token = getattr(_local, "token", None)
+    if token is None:
+        token = _local.token = object()
+    return token
+
 #: dtypes of :func:`block_arrays`, built once (CuPy would convert a scalar
 #: type at each array)
 _UINT64, _INT64 = np.dtype(np.uint64), np.dtype(np.int64)

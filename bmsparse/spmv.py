@@ -15,7 +15,6 @@ made. See ``spmv.cu``.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -292,7 +291,7 @@ def _kept_key(transpose: bool, char: str, stream: int) -> tuple[Any, ...]:
     of dtype ``char`` on ``stream`` (a handle): the per-thread default
     stream's is the thread's."""
     return ("spmv_scratch", transpose, char,
-            threading.get_ident() if stream == _kernels.PER_THREAD_STREAM else None)
+            _kernels.thread_token() if stream == _kernels.PER_THREAD_STREAM else None)
 
 
 def _launch_kept(a: Any, transpose: bool, x: Any, nout: int, values: Any) -> Any:

@@ -96,33 +96,25 @@ extern "C" __global__ void probe(const int* flag, int* out)
 """
 
 
-def _in_a_thread(fn):
-    """``fn()`` in a host thread of its own (its per-thread default stream)."""
-    import threading
-
-    out = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except BaseException as error:  # noqa: BLE001 - raised again below
-            out["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(timeout=60)
-    assert not thread.is_alive(), "the thread did not finish"
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
+#: how the maker and the reader get their streams: two CuPy streams in this
+#: thread; the per-thread default stream (one Stream object, a different
+#: stream in each host thread) of two live threads; or of a thread started
+#: after the maker's ended, which may have the maker's thread id (the
+#: maker's making stays short: an ended thread's cooperative launches free
+#: their barrier words by cudaFree, which waits for the device)
+STREAMS = ["two streams", "two threads", "a thread after another"]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("streams", ["two streams", "per-thread default stream"])
+@pytest.mark.parametrize("streams", STREAMS)
 @pytest.mark.parametrize("name", KEPT)
 def test_a_stream_reading_what_another_made_waits_for_it(name, streams):
+    from concurrent.futures import ThreadPoolExecutor
+
     import cupy
 
+    if streams == "a thread after another" and name not in ("row pointer", "scalar rows"):
+        pytest.skip("its making launches cooperatively")
     module = cupy.RawModule(code=_SPIN)
     spin, probe = module.get_function("spin"), module.get_function("probe")
     a = random_csr(300, 260, 0.05, seed=2)
@@ -138,13 +130,13 @@ def test_a_stream_reading_what_another_made_waits_for_it(name, streams):
     if streams == "two streams":
         maker = cupy.cuda.Stream(non_blocking=True)
         reader = cupy.cuda.Stream(non_blocking=True)
-
-        def phase(fn):
-            return fn()
+        pools = []
+        in_maker = in_reader = lambda fn: fn()  # noqa: E731
     else:
-        # one Stream object, a different stream in each host thread
         maker = reader = cupy.cuda.Stream.ptds
-        phase = _in_a_thread
+        pools = [ThreadPoolExecutor(1), ThreadPoolExecutor(1)]
+        in_maker = lambda fn: pools[0].submit(fn).result(timeout=60)  # noqa: E731
+        in_reader = lambda fn: pools[1].submit(fn).result(timeout=60)  # noqa: E731
 
     def allocate():
         # before: an allocation the pool must ask the driver for (cudaMalloc)
@@ -168,11 +160,19 @@ def test_a_stream_reading_what_another_made_waits_for_it(name, streams):
             probe((1,), (1,), (flag, flag[1:]))
             return reader.record()
 
-    got = phase(allocate)
-    cupy.cuda.Device().synchronize()
-    spun = phase(make)
-    used = phase(use)
-    assert not spun.done, "reading the array waited for the host"
-    used.synchronize()
+    try:
+        got = in_reader(allocate)
+        cupy.cuda.Device().synchronize()
+        spun = in_maker(make)
+        if streams == "a thread after another":
+            pools[0].shutdown()
+            pools[1].shutdown()
+            pools[1] = ThreadPoolExecutor(1)
+        used = in_reader(use)
+        assert not spun.done, "reading the array waited for the host"
+        used.synchronize()
+    finally:
+        for pool in pools:
+            pool.shutdown()
     assert int(flag[1].get()) == 1, "the reader did not wait for the maker"
     np.testing.assert_array_equal(cupy.asnumpy(got), want)

@@ -169,10 +169,14 @@ def test_a_stream_reading_what_another_made_waits_for_it(name, streams):
             pools[1].shutdown()
             pools[1] = ThreadPoolExecutor(1)
         used = in_reader(use)
-        assert not spun.done, "reading the array waited for the host"
+        # the spin over before the reader's work was even queued: a host
+        # this slow (threads started under compute-sanitizer) cannot tell
+        late = spun.done
         used.synchronize()
     finally:
         for pool in pools:
             pool.shutdown()
     assert int(flag[1].get()) == 1, "the reader did not wait for the maker"
     np.testing.assert_array_equal(cupy.asnumpy(got), want)
+    if late:
+        pytest.skip("the host took longer than the spin: whether the reader waited is unknown")

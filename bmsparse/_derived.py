@@ -15,7 +15,9 @@ is recorded while a single stream uses the matrix, the usual case. The
 per-thread default stream (``Stream.ptds``) is one object for every host
 thread but a different stream in each, where an event recorded later from
 another thread would land on the wrong stream: there it is recorded when
-the array is made.
+the array is made. So is a lazy transpose's, whose blocks are read many
+times per operation: once its event has passed, the matrix drops the check
+(:meth:`Made.done`).
 """
 
 from __future__ import annotations

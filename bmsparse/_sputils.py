@@ -187,7 +187,7 @@ def check_device(*arrays: Any) -> None:
             raise ValueError(f"an operand is on GPU {a.data.device_id} but the current device "
                              f"is GPU {device}: run under cupy.cuda.Device("
                              f"{a.data.device_id}), or copy the operand with .to_device() "
-                             "(a matrix) or cupy.asarray (an array) under the current one")
+                             "(a matrix) or cupy.array (an array) under the current one")
 
 
 #: CuPy's ndarray type and module, and cupy.cuda.runtime.getDevice, once a

@@ -12,7 +12,7 @@ from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
 from ._sputils import (check_cupyx_dtype, check_device, check_dtype, check_shape,
-                       csr_from_arrays, get_array_module, operator_index, upcast)
+                       csr_from_arrays, get_array_module, gpu_module, operator_index, upcast)
 
 
 class _BlockArray:
@@ -326,8 +326,7 @@ class BitmapMatrix:
             coo = a.tocoo()
             rows, cols, data = coo.row, coo.col, coo.data
             if device:
-                import cupy
-
+                cupy = gpu_module("from_scipy(device=True)")
                 rows, cols, data = cupy.asarray(rows), cupy.asarray(cols), cupy.asarray(data)
             return cls.from_coo(rows, cols, data, a.shape)
         return cls.from_csr(*(_to_xp(x, device) for x in (a.indptr, a.indices, a.data)),
@@ -533,8 +532,7 @@ class BitmapMatrix:
         if source is not None:  # a lazy transpose: its source moves
             moved = source.to_device()
             return self if moved is source else moved.T
-        import cupy
-
+        cupy = gpu_module("to_device")
         if self.on_device and self._keys.data.device_id == cupy.cuda.runtime.getDevice():
             return self
         # cupy.array copies onto the current device, from the host or a peer
@@ -1072,9 +1070,7 @@ def _contiguous(x: Any) -> Any:
 def _to_xp(x: Any, device: bool) -> Any:
     if not device:
         return x
-    import cupy
-
-    return cupy.asarray(x)
+    return gpu_module("from_scipy(device=True)").asarray(x)
 
 
 def _is_array(x: Any) -> bool:

@@ -214,6 +214,33 @@ def _module_of(a: Any) -> Any:
     raise TypeError(f"expected a NumPy or CuPy array, got {kind.__name__}")
 
 
+#: True once a call has found CuPy and a GPU (:func:`gpu_module`)
+_GPU_FOUND = False
+
+
+def gpu_module(what: str) -> Any:
+    """The cupy module, for ``what`` (an operation that moves data to the
+    GPU); RuntimeError saying what is missing where CuPy is not installed or
+    sees no GPU (CuPy's own error there speaks of the driver's version)."""
+    global _GPU_FOUND
+    try:
+        import cupy
+    except ImportError as exc:
+        raise RuntimeError(f"{what} needs CuPy: install bmsparse with the extra of the "
+                           "machine's CUDA version, bmsparse[cuda12] or bmsparse[cuda13]") from exc
+    if not _GPU_FOUND:
+        try:
+            found = cupy.cuda.runtime.getDeviceCount() > 0
+        except Exception as exc:  # noqa: BLE001 - any failure means no usable GPU
+            raise RuntimeError(f"{what} needs a CUDA GPU, and CuPy can use none here ({exc}); "
+                               "keep the matrix on the host (NumPy)") from exc
+        if not found:
+            raise RuntimeError(f"{what} needs a CUDA GPU, and CuPy finds none; keep the "
+                               "matrix on the host (NumPy)")
+        _GPU_FOUND = True
+    return cupy
+
+
 def cupy_available() -> bool:
     """True when CuPy imports and sees at least one CUDA device."""
     try:

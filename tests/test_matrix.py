@@ -788,3 +788,23 @@ def test_longest_row_is_kept_with_the_row_pointer(xp):
     host = ptr.get() if hasattr(ptr, "get") else ptr
     np.testing.assert_array_equal(host, [0, 3, 3, 4, 4, 4, 5])
     assert a._row_pointer() is ptr  # computed once
+
+
+def _gpu_found() -> bool:
+    from bmsparse._sputils import cupy_available
+
+    return cupy_available()
+
+
+@pytest.mark.skipif(_gpu_found(), reason="a GPU is here: the calls below succeed")
+@pytest.mark.parametrize("call", [
+    lambda: BitmapMatrix(np.eye(3)).to_device(),
+    lambda: BitmapMatrix(np.eye(3)).T.to_device(),
+    lambda: BitmapMatrix.from_scipy(sp.csr_array(np.eye(3)), device=True),
+    lambda: BitmapMatrix.from_scipy(sp.coo_array(np.eye(3)), device=True),
+], ids=["to_device", "lazy-transpose", "from_scipy-csr", "from_scipy-coo"])
+def test_moving_to_a_gpu_without_one_says_so(call):
+    # CuPy's own error here (CI's machine) speaks of the driver's version
+    with pytest.raises(RuntimeError, match=r"needs (a CUDA GPU, and CuPy (can use|finds) none|"
+                       r"CuPy: install bmsparse with the extra)"):
+        call()

@@ -11,8 +11,8 @@ from . import _derived, _readback, convert
 from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
-from ._sputils import (check_cupyx_dtype, check_device, check_dtype, check_shape,
-                       csr_from_arrays, get_array_module, gpu_module, operator_index, upcast)
+from ._sputils import (check_cupyx_dtype, check_dtype, check_shape, csr_from_arrays,
+                       get_array_module, gpu_module, operator_index, upcast)
 
 
 class _BlockArray:
@@ -110,7 +110,7 @@ class BitmapMatrix:
         elif hasattr(arg, "ndim") and hasattr(arg, "dtype"):
             src = BitmapMatrix.from_dense(arg)
         elif isinstance(arg, list):  # nested lists, as scipy takes them
-            src = BitmapMatrix.from_dense(np.asarray(arg))
+            src = BitmapMatrix.from_dense(arg)
         else:
             raise TypeError(f"cannot build a BitmapMatrix from {type(arg).__name__}; expected "
                             "a BitmapMatrix, a scipy or cupyx sparse matrix, a dense array "
@@ -370,9 +370,8 @@ class BitmapMatrix:
 
     @classmethod
     def from_dense(cls, a: Any) -> BitmapMatrix:
-        """A matrix from a dense 2-D NumPy or CuPy array (its non-zeros)."""
-        if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
-            a = np.asarray(a)  # numpy.matrix: its fancy indexing keeps two dimensions
+        """A matrix from a dense 2-D NumPy or CuPy array or nested lists (its non-zeros)."""
+        a = _as_operand(a)  # numpy.matrix: its fancy indexing keeps two dimensions
         xp = get_array_module(a)
         if a.ndim != 2:
             raise ValueError(f"expected a 2-D array, got {a.ndim}-D")
@@ -424,14 +423,10 @@ class BitmapMatrix:
         return self.transpose()
 
     def _xp(self) -> Any:
+        """numpy or cupy; ValueError when the arrays are on another GPU than
+        the current one (get_array_module), before CuPy's own kernels would
+        read them there through peer access."""
         return get_array_module(self._block_source().keys)
-
-    def _check_device(self) -> None:
-        """ValueError when the arrays are on another GPU than the current one,
-        before CuPy's own kernels would read them there through peer access."""
-        keys = self._block_source().keys
-        if not isinstance(keys, np.ndarray):
-            check_device(keys)
 
     def _with_values(self, values: Any) -> BitmapMatrix:
         """This matrix's structure (copied) with ``values``."""
@@ -542,7 +537,7 @@ class BitmapMatrix:
                                          self.dtype, self._nnz)
 
     def copy(self) -> BitmapMatrix:
-        self._check_device()
+        self._xp()  # (the device check)
         values = None if self.values is None else self.values.copy()
         return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),
                                          self.offsets.copy(), values, self.shape, self.dtype,
@@ -807,12 +802,12 @@ class BitmapMatrix:
 
     def _scale(self, alpha: Any) -> BitmapMatrix:
         """``alpha * self``: the structure is kept, zeros included (as scipy keeps it)."""
-        self._check_device()
+        xp = self._xp()
         dtype = upcast(np.result_type(self.dtype, alpha))
         if dtype == np.bool_:
             # a pattern matrix cannot store False: scaling by False empties it
             return self.copy() if alpha else BitmapMatrix.from_coo(
-                *self._coo_indices(), self._xp().zeros(self.nnz, dtype=bool), self.shape)
+                *self._coo_indices(), xp.zeros(self.nnz, dtype=bool), self.shape)
         return self._with_values(self.astype(dtype, copy=False).values * dtype.type(alpha))
 
     def __truediv__(self, other: Any) -> BitmapMatrix:
@@ -831,13 +826,13 @@ class BitmapMatrix:
     def __neg__(self) -> BitmapMatrix:
         if self.dtype == np.bool_:
             raise NotImplementedError("negating a boolean sparse array is not supported")
-        self._check_device()
+        self._xp()  # (the device check)
         return self._with_values(-self.values)
 
     def __abs__(self) -> BitmapMatrix:
         if self.dtype == np.bool_:
             return self.copy()
-        self._check_device()
+        self._xp()  # (the device check)
         return self._with_values(abs(self.values))
 
     # --- reductions --------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _derived, _readback, convert
+from . import _derived, _extremes, _readback, convert
 from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
@@ -823,6 +823,56 @@ class BitmapMatrix:
             raise NotImplementedError("dividing by a sparse matrix is not supported")
         return NotImplemented
 
+    def power(self, n: Any, dtype: Any = None) -> BitmapMatrix:
+        """Element-wise power of the stored values, as scipy's ``power``.
+
+        Parameters
+        ----------
+        n : scalar
+            Not zero: a zeroth power would fill the matrix.
+        dtype : dtype, optional
+            The values are cast to it first.
+
+        Raises
+        ------
+        NotImplementedError
+            ``n`` is not a scalar, or is zero (as scipy).
+        ValueError
+            A negative integer power of integer values (as NumPy).
+        TypeError
+            The result's dtype is not supported: a bool matrix's powers are
+            int8 in NumPy; cast it first (``A.astype(numpy.int32)``).
+        """
+        if not _is_scalar(n):
+            raise NotImplementedError("input is not scalar")
+        if not n:
+            raise NotImplementedError("zero power is not supported as it would densify the "
+                                      "matrix; use numpy.ones(A.shape, dtype=A.dtype) for it")
+        m = self if dtype is None else self.astype(dtype, copy=False)
+        values = m._data()
+        # the result's dtype as NumPy gives it (CuPy's own rules for a Python
+        # scalar have differed between versions)
+        result = np.result_type(np.ones(1, dtype=values.dtype) ** n)
+        if values.dtype.kind in "biu" and result.kind in "biu" and n < 0:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+        check_dtype(result, f"result dtype of a {m.dtype.name} matrix to the power {n!r}")
+        return m._with_values((values ** n).astype(result, copy=False))
+
+    def conjugate(self, copy: bool = True) -> BitmapMatrix:
+        """Complex conjugate of the values (the matrix itself, or a copy, otherwise)."""
+        if self.dtype.kind != "c":
+            return self.copy() if copy else self
+        self._xp()  # (the device check)
+        return self._with_values(self.values.conj())
+
+    def conj(self, copy: bool = True) -> BitmapMatrix:
+        """Complex conjugate (see :meth:`conjugate`)."""
+        return self.conjugate(copy=copy)
+
+    def dot(self, other: Any) -> Any:
+        """``self @ other``, or ``self * other`` for a scalar (as scipy's ``dot``)."""
+        return self * other if _is_scalar(other) else self @ other
+
     def __neg__(self) -> BitmapMatrix:
         if self.dtype == np.bool_:
             raise NotImplementedError("negating a boolean sparse array is not supported")
@@ -878,6 +928,57 @@ class BitmapMatrix:
         else:
             sums = self.__rmatmul__(xp.ones(self.shape[0], dtype=dtype))
         return sums.astype(dtype, copy=False)
+
+    def mean(self, axis: int | None = None, dtype: Any = None) -> Any:
+        """Mean of all entries, or of each column (``axis=0``) or row (``axis=1``).
+
+        As scipy: bool and integer matrices average in float64, the others in
+        their own dtype, and the result is cast to ``dtype`` when given. The
+        values are scaled before they are summed, so a large sum does not
+        overflow first. The mean of no entries is nan, as NumPy's (scipy
+        raises ZeroDivisionError).
+
+        Returns
+        -------
+        scalar or 1-D array
+            As :meth:`sum` returns them.
+        """
+        axis = _check_axis(axis)
+        inner = np.dtype(np.float64) if self.dtype.kind in "biu" else self.dtype
+        m = self.astype(inner, copy=False)
+        count = self.shape[0] * self.shape[1] if axis is None else self.shape[axis]
+        out = m._scale(1.0 / count).sum(axis=axis, dtype=inner) if count \
+            else m.sum(axis=axis, dtype=inner) * np.nan
+        return out if dtype is None else out.astype(check_dtype(dtype), copy=False)
+
+    def max(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+        """Largest entry, or of each column (``axis=0``) or row (``axis=1``).
+
+        As scipy: entries not stored are zeros and take part wherever a
+        column or row has any, unless ``explicit``; NaN propagates.
+
+        Returns
+        -------
+        scalar or 1-D array
+            In the matrix's dtype: a NumPy scalar on the host (a 0-d CuPy
+            array on the GPU, without a sync); per column or row, a dense
+            1-D array (scipy returns a 1-D ``coo_array``).
+
+        Raises
+        ------
+        ValueError
+            ``axis`` is not None, 0, 1, -2 or -1, or the reduced axis is empty.
+        """
+        return _extremes.extreme(self, _check_axis(axis), True, explicit)
+
+    def min(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+        """Smallest entry, or of each column (``axis=0``) or row (``axis=1``);
+        see :meth:`max`."""
+        return _extremes.extreme(self, _check_axis(axis), False, explicit)
+
+    def trace(self, offset: int = 0) -> Any:
+        """Sum of the ``offset``-th diagonal (see :meth:`diagonal`), as NumPy sums it."""
+        return self.diagonal(offset).sum()
 
     def count_nonzero(self, axis: int | None = None) -> Any:
         """Number of entries that are not zero (stored zeros are not counted), as scipy.

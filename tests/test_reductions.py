@@ -1,13 +1,18 @@
-"""sum, count_nonzero and diagonal against scipy's csr_array; bmsparse.testing."""
+"""sum, mean, max, min, count_nonzero, diagonal, trace, power, conj and dot against
+scipy's csr_array; bmsparse.testing."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix
 from bmsparse.testing import assert_allclose, assert_equal
-from tests.cases import CASES, DTYPES, assert_dense_close, named, ours
+from tests.cases import (CASES, DTYPES, RTOL, assert_dense_close, host, named, ours,
+                         random_matrix)
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1, -2])
@@ -101,3 +106,185 @@ def test_assert_allclose_names_values():
     a = BitmapMatrix(named("tall", "float64"))
     with pytest.raises(AssertionError, match="values differ"):
         assert_allclose(a * 1.1, a, rtol=1e-3)
+
+
+def _scipy_extreme(a: sp.csr_array, name: str, axis, explicit: bool):
+    """scipy's max / min as a dense result (its per-line result is a 1-D coo_array)."""
+    out = getattr(a, name)(axis=axis, explicit=explicit)
+    return out.toarray() if sp.issparse(out) else out
+
+
+def with_nans(dtype) -> sp.csr_array:
+    """A 10 x 12 matrix with NaNs in row 1 and column 3 (row 4 full), negative elsewhere."""
+    a = random_matrix((10, 12), 0.4, dtype, seed=5).tolil()
+    a[4, :] = -np.arange(1, 13)
+    a[1, 7] = np.nan
+    a[6, 3] = np.nan
+    return sp.csr_array(a)
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", [c for c in CASES if c not in ("empty", "0xn", "nx0")])
+def test_max_min(case, dtype, name, axis, explicit, xp):
+    a = named(case, dtype)
+    got = getattr(ours(a, xp), name)(axis=axis, explicit=explicit)
+    want = _scipy_extreme(a, name, axis, explicit)
+    if axis is None and xp is np:
+        assert isinstance(got, np.generic)
+    assert_dense_close(got, np.asarray(want), dtype)
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_max_min_propagate_nan(dtype, name, axis, explicit, xp):
+    a = with_nans(dtype)
+    got = host(getattr(ours(a, xp), name)(axis=axis, explicit=explicit))
+    want = np.asarray(_scipy_extreme(a, name, axis, explicit))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(want).any()
+    np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize(("shape", "axis"), [((0, 0), None), ((0, 5), None), ((6, 0), None),
+                                             ((0, 5), 0), ((6, 0), 1)])
+def test_max_min_of_an_empty_axis_raise(shape, axis, name):
+    a = sp.csr_array(shape, dtype=np.float64)
+    with pytest.raises(ValueError, match="zero-size array"):
+        getattr(a, name)(axis=axis)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation"):
+        getattr(BitmapMatrix(a), name)(axis=axis)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_along_a_non_empty_axis_of_an_empty_matrix(name, xp):
+    a = sp.csr_array((0, 5), dtype=np.float64)
+    got = getattr(ours(a, xp), name)(axis=1)
+    assert host(got).shape == (0,)
+    assert_dense_close(got, _scipy_extreme(a, name, 1, False), "float64")
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -2])
+@pytest.mark.parametrize("dtype", [None, "float32", "complex128"])
+@pytest.mark.parametrize("matrix_dtype", DTYPES)
+@pytest.mark.parametrize("case", ["tall", "wide", "dense", "zero-nnz", "1x1"])
+def test_mean(case, matrix_dtype, dtype, axis, xp):
+    a = named(case, matrix_dtype)
+    if dtype == "float32" and a.dtype.kind == "c":
+        dtype = "complex64"  # (a cast to real warns)
+    want = a.mean(axis=axis, dtype=dtype)
+    got = ours(a, xp).mean(axis=axis, dtype=dtype)
+    if axis is None and xp is np:
+        assert isinstance(got, np.generic)
+    # float32 and complex64 matrices average in their own precision
+    precision = "float32" if matrix_dtype in ("float32", "complex64") else want.dtype
+    assert_dense_close(got, np.asarray(want), precision)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("case", ["empty", "0xn", "nx0"])
+def test_mean_of_no_entries_is_nan(case, axis, xp):
+    a = named(case, "int32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "Mean of empty slice"
+        want = np.mean(a.toarray(), axis=axis)
+    got = host(ours(a, xp).mean(axis=axis))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+@pytest.mark.parametrize("n", [2, 3, -1, 0.5, -2.5, np.float32(2), True])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64", "complex64"])
+def test_power(dtype, n, xp):
+    a = named("tall", dtype)
+    if dtype.startswith("int") and isinstance(n, int) and n < 0:
+        with pytest.raises(ValueError, match="negative integer powers"):
+            a.power(n)
+        with pytest.raises(ValueError, match="negative integer powers"):
+            ours(a, xp).power(n)
+        return
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = a.power(n)
+        got = ours(a, xp).power(n)
+    got.check_format(full_check=True)
+    assert got.dtype == want.dtype
+    assert_same_csr_pattern(got, want)
+    np.testing.assert_allclose(host(got.tocsr().data) if xp is np else got.get().tocsr().data,
+                               want.data, rtol=RTOL.get(want.dtype.name, 0), equal_nan=True)
+
+
+def assert_same_csr_pattern(got: BitmapMatrix, want: sp.csr_array) -> None:
+    csr = got.to_scipy()
+    np.testing.assert_array_equal(csr.indptr, want.indptr)
+    np.testing.assert_array_equal(csr.indices, want.indices)
+
+
+def test_power_with_dtype():
+    a = named("tall", "int32")
+    got, want = BitmapMatrix(a).power(2, dtype=np.float32), a.power(2, dtype=np.float32)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_array_equal(got.toarray(), want.toarray())
+
+
+@pytest.mark.parametrize(("n", "message"), [(0, "zero power is not supported"),
+                                             (np.ones(2), "input is not scalar")])
+def test_power_refuses_what_scipy_refuses(n, message):
+    a = named("tall", "float64")
+    with pytest.raises(NotImplementedError):
+        a.power(n)
+    with pytest.raises(NotImplementedError, match=message):
+        BitmapMatrix(a).power(n)
+
+
+def test_power_of_a_string_raises():
+    with pytest.raises(NotImplementedError, match="input is not scalar"):
+        BitmapMatrix(named("tall", "float64")).power("2")
+
+
+def test_power_of_bool_names_the_cast():
+    a = named("tall", "bool")
+    assert a.power(2).dtype == np.int8  # scipy's; bmsparse stores no int8
+    with pytest.raises(TypeError, match=r"int8 is not supported"):
+        BitmapMatrix(a).power(2)
+    np.testing.assert_array_equal(BitmapMatrix(a).astype(np.int32).power(2).toarray(),
+                                  a.power(2).toarray())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conjugate(dtype, xp):
+    a = named("tall", dtype)
+    m = ours(a, xp)
+    for got in (m.conj(), m.conjugate()):
+        assert got.dtype == a.dtype
+        assert got is not m
+        np.testing.assert_array_equal(host(got.toarray()), a.conj().toarray())
+    if a.dtype.kind != "c":
+        assert m.conj(copy=False) is m
+
+
+@pytest.mark.parametrize("other", ["vector", "matrix", "sparse", "scalar"])
+def test_dot(other, xp):
+    a = named("square", "float64")
+    b = named("square", "float64", seed=1)
+    operand = {"vector": np.arange(64.0), "matrix": np.ones((64, 3)), "sparse": b,
+               "scalar": 2.5}[other]
+    want = a.dot(operand)
+    mine = operand if other in ("sparse", "scalar") else xp.asarray(operand)
+    got = ours(a, xp).dot(mine)
+    got = got.toarray() if isinstance(got, BitmapMatrix) else got
+    want = want.toarray() if sp.issparse(want) else want
+    assert_dense_close(got, want, "float64")
+
+
+@pytest.mark.parametrize("offset", [0, 1, -3, 40, -80])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["tall", "wide", "square", "full-block", "empty"])
+def test_trace(case, dtype, offset, xp):
+    a = named(case, dtype)
+    got, want = ours(a, xp).trace(offset), a.trace(offset)
+    assert_dense_close(got, np.asarray(want), np.asarray(want).dtype)

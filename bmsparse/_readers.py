@@ -10,6 +10,7 @@ benchmarks start from.
 from __future__ import annotations
 
 import csv
+import gc
 import gzip
 import http.client
 import inspect
@@ -22,7 +23,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import scipy.io
@@ -82,7 +83,8 @@ def _split_suffix(path: Path) -> tuple[str, str, str] | None:
     return None
 
 
-def read_matrix(path: PathLike, *, symmetrize: bool = False) -> sp.csr_array:
+def read_matrix(path: PathLike, *, symmetrize: bool = False,
+                canonical: bool = True) -> sp.csr_array | sp.coo_array:
     """Read a sparse matrix file into a canonical CSR array.
 
     Parameters
@@ -113,6 +115,10 @@ def read_matrix(path: PathLike, *, symmetrize: bool = False) -> sp.csr_array:
         (entries that cancel are kept as explicit zeros). For an edge list
         every value is then 1.0, so the result is the undirected graph's
         adjacency pattern. Needs a square matrix.
+    canonical : bool, optional
+        False: a Matrix Market ``.mtx``/``.mtx.gz`` file comes back as scipy
+        reads it, a ``coo_array`` with duplicates not yet summed, whose
+        memory does not grow with the shape (a CSR's row pointer does).
 
     Returns
     -------
@@ -165,7 +171,7 @@ def read_matrix(path: PathLike, *, symmetrize: bool = False) -> sp.csr_array:
     elif kind == "mtx":
         opener = gzip.open if suffix.endswith(".gz") else open
         with opener(path, "rb") as f:
-            a = _read_mm(f)
+            a = _read_mm(f, canonical or symmetrize)
     else:
         opener = gzip.open if suffix.endswith(".gz") else open
         with opener(path, "rb") as f:
@@ -178,16 +184,34 @@ def read_matrix(path: PathLike, *, symmetrize: bool = False) -> sp.csr_array:
 _MMREAD_SPARRAY = "spmatrix" in inspect.signature(scipy.io.mmread).parameters
 
 
-def _read_mm(f: IO[bytes]) -> sp.csr_array:
-    """Matrix Market from an open binary stream, as canonical CSR."""
-    # scipy >= 1.17 can return a sparse array directly (and warns without the flag)
-    m = scipy.io.mmread(f, spmatrix=False) if _MMREAD_SPARRAY else scipy.io.mmread(f)
+def _read_mm(f: IO[bytes], canonical: bool = True) -> sp.csr_array | sp.coo_array:
+    """Matrix Market from an open binary stream, as canonical CSR (else as
+    scipy reads it: COO, whose size does not grow with the shape)."""
+    m = _mmread(f)
     if isinstance(m, np.ndarray):
         return sp.csr_array(m)
+    if not canonical:
+        return m
     # tocsr sums duplicates but, unlike eliminate_zeros, keeps stored zeros
     a = sp.csr_array(m.tocsr())
     a.sum_duplicates()
     return a
+
+
+def _mmread(f: IO[bytes]) -> Any:
+    """``scipy.io.mmread`` of an open stream, its errors raised without the
+    process aborting."""
+    error = None
+    try:
+        # scipy >= 1.17 can return a sparse array directly (and warns without the flag)
+        return scipy.io.mmread(f, spmatrix=False) if _MMREAD_SPARRAY else scipy.io.mmread(f)
+    except Exception as exc:  # noqa: BLE001 - raised again below, unchanged
+        error = exc.with_traceback(None)
+    # scipy's reader, kept alive by the traceback, seeks the stream when it is
+    # freed: freed now, while the stream is open (freed after its `with` has
+    # closed it, the seek's error aborts the process, scipy 1.17)
+    gc.collect()
+    raise error
 
 
 def _read_archive(path: Path) -> sp.csr_array:
@@ -205,8 +229,7 @@ def _read_archive(path: Path) -> sp.csr_array:
             # top folder, so its own name stands in
             folder = parts[0] if len(parts) > 1 else stem
             if parts[-1] == folder + ".mtx":
-                with tar.extractfile(member) as f:  # type: ignore[union-attr]
-                    return _read_mm(f)
+                return _read_member(tar, member)
             candidates.append((member.size, member.name))
     if not candidates:
         raise ValueError(f"archive {str(path)!r} holds no .mtx file")
@@ -214,9 +237,16 @@ def _read_archive(path: Path) -> sp.csr_array:
     with tarfile.open(path, mode="r|*") as tar:
         for member in tar:
             if member.name == largest:
-                with tar.extractfile(member) as f:  # type: ignore[union-attr]
-                    return _read_mm(f)
+                return _read_member(tar, member)
     raise ValueError(f"archive {str(path)!r} changed while it was read")  # pragma: no cover
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> sp.csr_array:
+    """The Matrix Market member of an archive read in stream mode."""
+    with tar.extractfile(member) as f:  # type: ignore[union-attr]
+        # read whole first: scipy's reader seeks its stream on an error, and
+        # a stream-mode member cannot seek (the process aborts)
+        return _read_mm(io.BytesIO(f.read()))
 
 
 def _is_number(token: bytes) -> bool:

@@ -53,7 +53,8 @@ def mmread(path: str | os.PathLike, *, dtype: Any = None) -> BitmapMatrix:
     <2x2 BitmapMatrix of dtype bool with 2 stored elements in 1 8x8 blocks, on the host>
     """
     dtype = None if dtype is None else check_dtype(dtype)
-    a = read_matrix(path)
+    # as scipy reads it (COO): a CSR's row pointer would grow with the rows
+    a = read_matrix(path, canonical=False)
     if dtype is None and _is_pattern(path):
         dtype = bool
     m = BitmapMatrix(a)
@@ -71,7 +72,7 @@ def _is_pattern(path: str | os.PathLike) -> bool:
     return len(banner) >= 4 and banner[0] == b"%%matrixmarket" and banner[3] == b"pattern"
 
 
-def mmwrite(path: str | os.PathLike, a: Any, *, comment: str = "") -> None:
+def mmwrite(path: str | os.PathLike, a: Any, *, comment: str | None = "") -> None:
     """Write a matrix (a BitmapMatrix or anything it accepts) as Matrix Market.
 
     A ``.gz`` suffix writes gzip. A bool matrix is written as ``pattern``,
@@ -83,13 +84,13 @@ def mmwrite(path: str | os.PathLike, a: Any, *, comment: str = "") -> None:
     field = "pattern" if m.dtype == bool else None
     # opened here, not by scipy: scipy 1.17's writer given a path it cannot
     # open (a missing folder) returns without an error and writes nothing
-    opener = gzip.open if os.fspath(path).endswith(".gz") else open
+    opener = gzip.open if os.fspath(path).lower().endswith(".gz") else open
     with opener(path, "wb") as f:
         if field == "pattern" and c.nnz == 0:
             # scipy writes an empty matrix as "real" whatever the field: it
             # would read back as float64
             lines = ["%%MatrixMarket matrix coordinate pattern general",
-                     *(f"%{line}" for line in comment.splitlines()),
+                     *(f"%{line}" for line in (comment or "").splitlines()),
                      f"{c.shape[0]} {c.shape[1]} 0", ""]
             f.write("\n".join(lines).encode())
         else:

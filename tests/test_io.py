@@ -126,3 +126,76 @@ def test_device_matrix_is_written(tmp_path):
     path = tmp_path / "d.mtx.gz"
     mmwrite(path, a)
     assert_same_csr(mmread(path).to_scipy(), a.to_scipy(), rtol=0)
+
+
+VECTOR_FILE = "%%MatrixMarket vector coordinate real general\n3 1\n1 1\n"
+
+
+@pytest.mark.parametrize("form", [".mtx", ".mtx.gz", ".tar.gz"])
+def test_a_file_scipy_refuses_raises_and_the_process_goes_on(tmp_path, form):
+    # scipy's reader seeked the stream that read_matrix had closed when it
+    # was freed after the error: the process aborted (scipy 1.17)
+    import subprocess
+    import sys
+    import tarfile
+
+    if form == ".tar.gz":
+        member = tmp_path / "v.mtx"
+        member.write_text(VECTOR_FILE)
+        path = tmp_path / "v.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(member, arcname="v/v.mtx")
+    else:
+        path = tmp_path / f"v{form}"
+        opener = gzip.open if form.endswith(".gz") else open
+        with opener(path, "wt") as f:
+            f.write(VECTOR_FILE)
+    code = ("import bmsparse\n"
+            "try:\n"
+            f"    bmsparse.mmread({str(path)!r})\n"
+            "except ValueError as e:\n"
+            "    print('ValueError:', e)\n"
+            "print('after')\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "ValueError: Vector Matrix Market files not supported" in run.stdout
+    assert run.stdout.rstrip().endswith("after")
+
+
+def test_an_upper_case_gz_suffix_is_written_and_read_as_gzip(tmp_path):
+    path = tmp_path / "A.MTX.GZ"
+    a = BitmapMatrix(random_csr(9, 7, 0.3, seed=4))
+    mmwrite(path, a)
+    assert path.read_bytes()[:2] == b"\x1f\x8b"
+    assert_same_csr(mmread(path).to_scipy(), a.to_scipy(), rtol=0)
+
+
+def test_mmread_of_a_very_tall_sparse_file_grows_with_its_entries(tmp_path):
+    # a CSR's row pointer of 10^8 rows (about 2 GB in all) before this; the
+    # blocks of two entries now
+    import tracemalloc
+
+    path = tmp_path / "t.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n"
+                    "100000000 100000000 3\n1 1 1\n1 1 2\n99999999 5 -1\n")
+    tracemalloc.start()
+    try:
+        got = mmread(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, peak
+    want = scipy.io.mmread(path).tocsr()
+    assert got.shape == want.shape and got.nnz == 2
+    np.testing.assert_array_equal(got.tocoo().data, [3.0, -1.0])
+    np.testing.assert_array_equal(got.tocoo().row, [0, 99999998])
+
+
+def test_a_none_comment_is_no_comment(tmp_path):
+    for a in (BitmapMatrix(random_csr(5, 4, 0.5, seed=1)),
+              BitmapMatrix(sp.csr_array((3, 4), dtype=bool))):
+        path = tmp_path / "c.mtx"
+        mmwrite(path, a, comment=None)
+        assert b"None" not in path.read_bytes()
+        assert_same_csr(mmread(path).to_scipy(), a.to_scipy(), rtol=0)

@@ -315,8 +315,9 @@ class BitmapMatrix:
     def from_scipy(cls, a: Any, *, device: bool = False) -> BitmapMatrix:
         """A matrix from any scipy.sparse matrix or array.
 
-        Explicitly stored zeros are kept, as scipy keeps them; duplicates are
-        summed. With ``device=True`` the COO arrays are copied to the GPU and
+        Explicitly stored zeros are kept, as scipy keeps them, but for stored
+        False: a bool matrix is a pattern (convert ``a`` to another dtype
+        first to keep them); duplicates are summed. With ``device=True`` the COO arrays are copied to the GPU and
         converted there (the paper's transfer + COO -> BMP).
         """
         if not _is_scipy_sparse(a):
@@ -544,7 +545,11 @@ class BitmapMatrix:
                                          self._nnz)
 
     def astype(self, dtype: Any, copy: bool = True) -> BitmapMatrix:
-        """This matrix with values cast to ``dtype`` (bool keeps the pattern only)."""
+        """This matrix with values cast to ``dtype``.
+
+        To bool, entries that are zero are dropped: a bool matrix is a
+        pattern and stores no False (scipy keeps them as stored False).
+        """
         dtype = check_dtype(dtype)
         if dtype == self.dtype:
             return self.copy() if copy else self

@@ -1,11 +1,12 @@
 """Graph algorithms on bitmap block adjacency matrices.
 
 A graph on ``n`` vertices is an ``n x n`` matrix with an edge ``i -> j``
-wherever entry ``(i, j)`` is stored, explicit zeros included: a bitmap block
-already *is* the graph, so most algorithms read the bitmaps only. Each is a
-short loop of products over semirings (``lor_land``, ``min_plus``, masked
-``plus_pair``) and array operations, running on the host (NumPy) or on the
-GPU (CuPy) wherever the matrix lives; results are arrays of the same module.
+wherever entry ``(i, j)`` is stored, explicit zeros included (a bool matrix
+stores no False: ``astype(bool)`` drops zeros): a bitmap block already *is*
+the graph, so most algorithms read the bitmaps only. Each is a short loop
+of products over semirings (``lor_land``, ``min_plus``, masked ``plus_pair``)
+and array operations, running on the host (NumPy) or on the GPU (CuPy)
+wherever the matrix lives; results are arrays of the same module.
 
 - :func:`triangle_count` - triangles of the undirected graph, without forming
   any product matrix;

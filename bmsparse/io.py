@@ -31,7 +31,8 @@ def mmread(path: str | os.PathLike, *, dtype: Any = None) -> BitmapMatrix:
         On the host; ``.to_device()`` moves it to the GPU. A ``pattern``
         ``.mtx``/``.mtx.gz`` file gives a bool (pattern) matrix, as
         :func:`mmwrite` writes one (a pattern member of an archive gives
-        float64 ones, as scipy reads it); stored zeros are kept.
+        float64 ones, as scipy reads it); stored zeros are kept (but by
+        ``dtype=bool``: a bool matrix stores no False).
 
     Raises
     ------

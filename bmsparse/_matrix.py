@@ -322,6 +322,9 @@ class BitmapMatrix:
         """
         if not _is_scipy_sparse(a):
             raise TypeError(f"expected a scipy.sparse matrix or array, got {type(a).__name__}")
+        if a.ndim != 2:
+            raise ValueError(f"a BitmapMatrix is 2-D, got a {a.ndim}-D sparse array of shape "
+                             f"{a.shape}; reshape it, or use a dense vector (a.toarray())")
         check_dtype(a.dtype, "dtype")
         if a.format != "csr":
             coo = a.tocoo()

@@ -56,10 +56,13 @@ class Semiring:
         return self.binaryop not in ("pair", "land")
 
     def identity(self, dtype: Any) -> Any:
-        """The monoid's identity in ``dtype``: where an accumulator starts."""
+        """The monoid's identity in ``dtype``: where an accumulator starts
+        (for ``any``, whose every value is one, zero)."""
         dt = np.dtype(dtype)
-        if self.monoid == "plus":
+        if self.monoid in ("plus", "lor", "any"):
             return dt.type(0)
+        if dt.kind == "b":
+            return dt.type(self.monoid == "min")
         if dt.kind == "i":
             limits = np.iinfo(dt)
             return dt.type(limits.max if self.monoid == "min" else limits.min)
@@ -103,7 +106,10 @@ def get_semiring(semiring: str | Semiring) -> Semiring:
         Neither a string nor a Semiring.
     """
     if isinstance(semiring, Semiring):
-        return semiring
+        # the constant itself for an equal copy (a pickle, a deepcopy): the
+        # product tells some constants apart by identity
+        known = SEMIRINGS.get(semiring.name)
+        return known if known == semiring else semiring
     if not isinstance(semiring, str):
         raise TypeError(f"semiring must be a name or a bmsparse.semiring constant, got "
                         f"{type(semiring).__name__}")

@@ -808,3 +808,12 @@ def test_moving_to_a_gpu_without_one_says_so(call):
     with pytest.raises(RuntimeError, match=r"needs (a CUDA GPU, and CuPy (can use|finds) none|"
                        r"CuPy: install bmsparse with the extra)"):
         call()
+
+
+def test_a_1d_sparse_array_is_refused_clearly():
+    v = sp.coo_array(np.arange(7.0))
+    a = BitmapMatrix(np.ones((5, 7)))
+    for call in (lambda: BitmapMatrix(v), lambda: a @ v, lambda: a.multiply(v)):
+        with pytest.raises(ValueError, match=r"a BitmapMatrix is 2-D, got a 1-D sparse array "
+                                             r"of shape \(7,\); .*toarray"):
+            call()

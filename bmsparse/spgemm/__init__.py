@@ -287,6 +287,10 @@ def _result_type(sr: Semiring, a_dtype: np.dtype, b_dtype: np.dtype,
                  dtype: Any) -> tuple[Semiring, np.dtype]:
     """The semiring actually run and C's dtype; TypeError if it does not support it."""
     if sr.structural:
+        if dtype is not None and np.dtype(dtype) != _BOOL:
+            raise TypeError(f"semiring {sr.name} gives a bool (pattern) result, not "
+                            f"{np.dtype(dtype).name}; for counts use 'plus_pair', or cast "
+                            f"the result with astype()")
         return sr, _BOOL
     if sr is plus_pair:
         dtype = _INT64 if dtype is None else np.dtype(dtype)

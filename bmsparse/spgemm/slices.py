@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _kernels
 from .._matrix import BitmapMatrix
-from .._sputils import get_array_module
+from .._sputils import check_max_memory, get_array_module, matmul_mismatch
 from . import tasks
 
 _KERNELS = "spgemm/slices.cu"
@@ -75,6 +75,10 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
 
     Raises
     ------
+    TypeError
+        ``a`` or ``b`` is not a BitmapMatrix, or ``max_memory`` not a number.
+    ValueError
+        The inner dimensions differ, or ``max_memory`` is below 1 byte.
     MemoryError
         One block row alone needs more than ``max_memory``.
 
@@ -82,6 +86,15 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
     -----
     Syncs once (the tasks of every block row come to the host).
     """
+    if not isinstance(a, BitmapMatrix) or not isinstance(b, BitmapMatrix):
+        raise TypeError(f"plan_slices plans a product of two BitmapMatrix operands, got "
+                        f"{type(a).__name__} and {type(b).__name__}; convert them with "
+                        f"BitmapMatrix(x)")
+    if a.shape[1] != b.shape[0]:
+        raise matmul_mismatch(a.shape, b.shape)
+    if max_memory is None:
+        raise TypeError("max_memory must be a number of bytes, got None")
+    max_memory = check_max_memory(max_memory)
     xp = get_array_module(a.keys, b.keys)
     if a.nblocks == 0:
         return [(0, 0)]

@@ -104,6 +104,43 @@ def test_structural_semirings_give_a_pattern(name, xp):
     assert_same_csr(c.to_scipy(), want)
 
 
+@pytest.mark.parametrize("name", ["plus_times", "plus_pair", "or_and", "min_plus"])
+@pytest.mark.parametrize("copy_of", ["pickle", "deepcopy"])
+def test_a_copied_constant_runs_as_the_constant(name, copy_of):
+    # the product tells plus_times (drops zeros, bool @ bool is Boolean) and
+    # plus_pair apart by identity: a copy ran as another semiring
+    import copy
+    import pickle
+
+    constant = semiring.get_semiring(name)
+    copied = pickle.loads(pickle.dumps(constant)) if copy_of == "pickle" \
+        else copy.deepcopy(constant)
+    assert copied is not constant and semiring.get_semiring(copied) is constant
+    a = BitmapMatrix(np.array([[1.0, 1.0], [0.0, 2.0]]))
+    b = BitmapMatrix(np.array([[1.0, 0.0], [-1.0, 3.0]]))
+    if name in ("plus_pair", "or_and"):
+        a, b = a.astype(bool), b.astype(bool)
+    want, got = spgemm(a, b, semiring=constant), spgemm(a, b, semiring=copied)
+    assert got.dtype == want.dtype and got.nnz == want.nnz
+    np.testing.assert_array_equal(got.toarray(), want.toarray())
+
+
+@pytest.mark.parametrize(("name", "dtype", "identity"), [
+    ("plus_times", "float64", 0.0), ("min_plus", "int32", np.iinfo(np.int32).max),
+    ("max_plus", "float32", -np.inf), ("lor_land", "bool", False), ("lor_land", "int64", 0),
+    ("any_pair", "bool", False), ("min_plus", "bool", True), ("max_times", "bool", False)])
+def test_identity_of_each_monoid(name, dtype, identity):
+    got = semiring.get_semiring(name).identity(dtype)
+    assert got.dtype == np.dtype(dtype) and got == identity
+
+
+def test_a_structural_semiring_refuses_a_value_dtype():
+    a = BitmapMatrix(np.eye(3, dtype=bool))
+    with pytest.raises(TypeError, match="semiring lor_land gives a bool .* not float64"):
+        spgemm(a, a, semiring="or_and", dtype=np.float64)
+    assert spgemm(a, a, semiring="or_and", dtype=bool).dtype == np.bool_
+
+
 def test_plus_times_keeps_zeros_the_others_never_drop():
     # 1*1 + 1*(-1) = 0: plus_times drops it as scipy does; max_plus keeps 2
     a = BitmapMatrix(np.array([[1.0, 1.0]]))

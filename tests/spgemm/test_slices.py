@@ -164,6 +164,19 @@ def test_bad_max_memory_is_refused(max_memory, error, match):
     m = BitmapMatrix(random_csr(8, 8, 0.5, seed=1))
     with pytest.raises(error, match=match):
         spgemm(m, m, max_memory=max_memory)
+    with pytest.raises(error, match=match):
+        slices.plan_slices(m, m, max_memory)
+
+
+def test_plan_slices_checks_its_operands():
+    a = BitmapMatrix(random_csr(8, 300, 0.5, seed=1))
+    b = BitmapMatrix(random_csr(20, 8, 0.5, seed=2))
+    with pytest.raises(ValueError, match=r"dimension mismatch .* \(8, 300\) and \(20, 8\)"):
+        slices.plan_slices(a, b, 10**6)
+    with pytest.raises(TypeError, match="two BitmapMatrix operands, got csr_array"):
+        slices.plan_slices(random_csr(8, 300, 0.5, seed=1), a.T, 10**6)
+    with pytest.raises(TypeError, match="max_memory must be a number of bytes, got None"):
+        slices.plan_slices(a, a.T, None)
 
 
 def test_max_memory_may_be_a_float():

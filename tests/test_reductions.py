@@ -274,7 +274,8 @@ def test_dot(other, xp):
     operand = {"vector": np.arange(64.0), "matrix": np.ones((64, 3)), "sparse": b,
                "scalar": 2.5}[other]
     want = a.dot(operand)
-    mine = operand if other in ("sparse", "scalar") else xp.asarray(operand)
+    mine = operand if other == "scalar" else ours(b, xp) if other == "sparse" \
+        else xp.asarray(operand)
     got = ours(a, xp).dot(mine)
     got = got.toarray() if isinstance(got, BitmapMatrix) else got
     want = want.toarray() if sp.issparse(want) else want

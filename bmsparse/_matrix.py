@@ -360,6 +360,11 @@ class BitmapMatrix:
         shape : (int, int)
         """
         shape = check_shape(shape)
+        # lists and tuples as from_coo (and scipy) take them; an empty one of
+        # indices is an empty index array
+        indptr, indices = (np.asarray(x, dtype=None if len(x) else np.int64)
+                           if isinstance(x, (list, tuple)) else x for x in (indptr, indices))
+        values = np.asarray(values) if isinstance(values, (list, tuple)) else values
         indptr, indices = (_contiguous(x) for x in (indptr, indices))
         values = None if values is None else _contiguous(values)
         if values is not None and values.dtype == np.bool_:

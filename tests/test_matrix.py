@@ -151,6 +151,14 @@ def test_from_csr(xp):
     assert_grid(m)
 
 
+def test_from_csr_takes_lists_as_from_coo_does():
+    a = grid_scipy()
+    assert_grid(BitmapMatrix.from_csr(a.indptr.tolist(), a.indices.tolist(), a.data.tolist(),
+                                      GRID_SHAPE))
+    empty = BitmapMatrix.from_csr([0, 0, 0], [], [], (2, 3))
+    assert (empty.shape, empty.nnz) == ((2, 3), 0)
+
+
 @pytest.mark.parametrize("values,bitmaps", [
     (None, GRID_BITMAPS),
     ([True] * 6, GRID_BITMAPS),

@@ -712,8 +712,8 @@ def test_from_blocks_refuses_2d_values():
 
 def test_from_csr_and_from_coo_name_what_they_refuse():
     indptr, indices = np.array([0, 1, 2]), np.array([1, 0])
-    with pytest.raises(TypeError, match="expected a NumPy or CuPy array, got list"):
-        BitmapMatrix.from_csr(indptr, indices, [1.0, 2.0], (2, 2))
+    with pytest.raises(TypeError, match="expected a NumPy or CuPy array, got dict"):
+        BitmapMatrix.from_csr(indptr, indices, {0: 1.0, 1: 2.0}, (2, 2))
     for rows, cols, name in ((None, [0], "rows"), ([0], 3, "cols")):
         with pytest.raises(TypeError, match=f"{name} must be an integer array, got "
                            f"{type(rows if name == 'rows' else cols).__name__}"):

@@ -317,8 +317,9 @@ class BitmapMatrix:
 
         Explicitly stored zeros are kept, as scipy keeps them, but for stored
         False: a bool matrix is a pattern (convert ``a`` to another dtype
-        first to keep them); duplicates are summed. With ``device=True`` the COO arrays are copied to the GPU and
-        converted there (the paper's transfer + COO -> BMP).
+        first to keep them); duplicates are summed. With ``device=True`` the
+        COO arrays are copied to the GPU and converted there (the paper's
+        transfer + COO -> BMP).
         """
         if not _is_scipy_sparse(a):
             raise TypeError(f"expected a scipy.sparse matrix or array, got {type(a).__name__}")
@@ -864,10 +865,9 @@ class BitmapMatrix:
         m = self if dtype is None else self.astype(dtype, copy=False)
         values = m._data()
         # the result's dtype as NumPy gives it (CuPy's own rules for a Python
-        # scalar have differed between versions)
+        # scalar have differed between versions); NumPy's ValueError for a
+        # negative integer power of integers, which CuPy would not raise
         result = np.result_type(np.ones(1, dtype=values.dtype) ** n)
-        if values.dtype.kind in "biu" and result.kind in "biu" and n < 0:
-            raise ValueError("Integers to negative integer powers are not allowed.")
         check_dtype(result, f"result dtype of a {m.dtype.name} matrix to the power {n!r}")
         return m._with_values((values ** n).astype(result, copy=False))
 

@@ -57,7 +57,7 @@ class Semiring:
 
     def identity(self, dtype: Any) -> Any:
         """The monoid's identity in ``dtype``: where an accumulator starts
-        (for ``any``, whose every value is one, zero)."""
+        (for ``any``, where every value is one, zero)."""
         dt = np.dtype(dtype)
         if self.monoid in ("plus", "lor", "any"):
             return dt.type(0)

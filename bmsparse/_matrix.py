@@ -408,6 +408,11 @@ class BitmapMatrix:
         return int(self._keys.shape[0])
 
     @property
+    def size(self) -> int:
+        """Number of stored elements (explicit zeros included), as scipy's ``size``."""
+        return self.nnz
+
+    @property
     def nnz(self) -> int:
         """Number of stored elements (explicit zeros included)."""
         if self._transpose_of is not None:
@@ -625,6 +630,19 @@ class BitmapMatrix:
     def to_cupyx(self) -> Any:
         """cupyx.scipy.sparse ``csr_matrix`` on the GPU (copies to it if needed)."""
         return self.to_device().tocsr()
+
+    def nonzero(self) -> tuple[Any, Any]:
+        """Rows and columns (int64) of the stored entries that are not zero,
+        in row-major order, as scipy's ``nonzero``."""
+        indptr, indices, data = self._csr_arrays()
+        rows = convert._csr_rows(self._xp(), indptr)
+        keep = data != 0
+        return rows[keep], indices[keep].astype(np.int64, copy=False)
+
+    def todense(self) -> Any:
+        """Dense 2-D array in the same library (:meth:`toarray`; scipy's sparse
+        arrays return an ndarray here too)."""
+        return self.toarray()
 
     def toarray(self) -> Any:
         """Dense 2-D array in the same library."""
@@ -870,6 +888,29 @@ class BitmapMatrix:
         result = np.result_type(np.ones(1, dtype=values.dtype) ** n)
         check_dtype(result, f"result dtype of a {m.dtype.name} matrix to the power {n!r}")
         return m._with_values((values ** n).astype(result, copy=False))
+
+    def __pow__(self, n: Any) -> BitmapMatrix:
+        # element-wise, as for scipy's sparse arrays (whose * is element-wise too)
+        return self.power(n)
+
+    @property
+    def real(self) -> BitmapMatrix:
+        """The real parts, on this matrix's structure (a copy)."""
+        if self.dtype.kind != "c":
+            return self.copy()
+        return self._with_values(self._xp().ascontiguousarray(self.values.real))
+
+    @property
+    def imag(self) -> BitmapMatrix:
+        """The imaginary parts, on this matrix's structure (stored zeros where
+        the values are real, as scipy; none for bool, which stores no False)."""
+        xp = self._xp()
+        if self.dtype == np.bool_:
+            return BitmapMatrix.from_coo(xp.zeros(0, np.int64), xp.zeros(0, np.int64), None,
+                                         self.shape)
+        if self.dtype.kind != "c":
+            return self._with_values(xp.zeros_like(self.values))
+        return self._with_values(xp.ascontiguousarray(self.values.imag))
 
     def conjugate(self, copy: bool = True) -> BitmapMatrix:
         """Complex conjugate of the values (the matrix itself, or a copy, otherwise)."""

@@ -289,3 +289,43 @@ def test_trace(case, dtype, offset, xp):
     a = named(case, dtype)
     got, want = ours(a, xp).trace(offset), a.trace(offset)
     assert_dense_close(got, np.asarray(want), np.asarray(want).dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["tall", "dense", "zero-nnz", "last-bit", "empty"])
+def test_nonzero_size_and_todense(case, dtype, xp):
+    a = named(case, dtype)
+    m = ours(a, xp)
+    rows, cols = m.nonzero()
+    want_rows, want_cols = a.nonzero()
+    np.testing.assert_array_equal(host(rows), want_rows)
+    np.testing.assert_array_equal(host(cols), want_cols)
+    assert m.size == a.size
+    np.testing.assert_array_equal(host(m.todense()), a.todense())
+
+
+@pytest.mark.parametrize("part", ["real", "imag"])
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d != "bool"])
+def test_real_and_imag(dtype, part, xp):
+    a = named("tall", dtype)
+    m = ours(a, xp)
+    got, want = getattr(m, part), getattr(a, part)
+    got.check_format(full_check=True)
+    assert got.dtype == want.dtype and got.nnz == want.nnz
+    np.testing.assert_array_equal(host(got.toarray()), want.toarray())
+    got.values[...] = 7  # a copy: the matrix keeps its values
+    np.testing.assert_array_equal(host(m.toarray()), a.toarray())
+
+
+def test_real_and_imag_of_bool():
+    a = named("tall", "bool")
+    np.testing.assert_array_equal(BitmapMatrix(a).real.toarray(), a.real.toarray())
+    imag = BitmapMatrix(a).imag
+    assert imag.dtype == np.bool_ and imag.nnz == 0  # scipy stores False; a pattern cannot
+
+
+@pytest.mark.parametrize("n", [2, 3, 0.5])
+def test_pow_is_elementwise_as_for_scipy_arrays(n, xp):
+    a = abs(named("tall", "float64"))
+    got, want = ours(a, xp) ** n, a ** n
+    np.testing.assert_allclose(host(got.toarray()), want.toarray(), rtol=1e-12)

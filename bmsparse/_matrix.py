@@ -256,19 +256,34 @@ class BitmapMatrix:
         ----------
         keys, bitmaps : uint64 [nblocks]
         values : [popcount(bitmaps).sum()] or None
+            None makes a pattern (bool) matrix; so do bool values, whose
+            False entries are dropped (a pattern stores no False).
         shape : (int, int)
         """
         xp = get_array_module(keys, bitmaps, values)
+        for name, arr in (("keys", keys), ("bitmaps", bitmaps), ("values", values)):
+            # (ascontiguousarray would make a 0-d array 1-D)
+            if arr is not None and getattr(arr, "ndim", 1) != 1:
+                raise ValueError(f"{name} must be 1-D, got {arr.ndim}-D")
         keys, bitmaps = xp.ascontiguousarray(keys), xp.ascontiguousarray(bitmaps)
         values = None if values is None else xp.ascontiguousarray(values)
         for name, arr in (("keys", keys), ("bitmaps", bitmaps)):
-            if arr.dtype != np.uint64 or arr.ndim != 1:
-                raise ValueError(f"{name} must be a 1-D uint64 array, got {arr.ndim}-D "
-                                 f"{arr.dtype.name}")
+            if arr.dtype != np.uint64:
+                what = f"{arr.dtype.str} (non-native byte order)" \
+                    if arr.dtype.newbyteorder("=") == np.uint64 else arr.dtype.name
+                raise ValueError(f"{name} must be a 1-D uint64 array, got 1-D {what}")
         offsets = exclusive_scan(xp, popcount(bitmaps))
         self = cls.__new__(cls)
         dtype = np.dtype(bool) if values is None else values.dtype
-        self._set(keys, bitmaps, offsets, values, check_shape(shape), dtype, None)
+        pattern = values is not None and values.dtype == np.bool_
+        self._set(keys, bitmaps, offsets, None if pattern else values, check_shape(shape),
+                  dtype, None)
+        if pattern:
+            if values.shape[0] != self.nnz:
+                raise ValueError(f"values must have length popcount(bitmaps).sum() = "
+                                 f"{self.nnz}, got {values.shape[0]}")
+            self.check_format(full_check=True)
+            return cls.from_coo(*self._coo_indices(), values, self.shape)
         self.check_format(full_check=True)
         return self
 
@@ -512,13 +527,23 @@ class BitmapMatrix:
         if self.keys.shape != self.bitmaps.shape:
             raise ValueError(f"keys and bitmaps must have the same length, got "
                              f"{self.keys.shape[0]} and {self.bitmaps.shape[0]}")
+        if self.offsets.dtype != np.int64 or self.offsets.ndim != 1:
+            raise ValueError(f"offsets must be a 1-D int64 array, got {self.offsets.ndim}-D "
+                             f"{self.offsets.dtype.name}")
         if self.offsets.shape != (self.nblocks + 1,):
             raise ValueError(f"offsets must have length nblocks + 1 = {self.nblocks + 1}, "
                              f"got {self.offsets.shape[0]}")
+        if (self.values is None) != (self.dtype == np.bool_):
+            raise ValueError(f"a {self.dtype.name} matrix must have "
+                             f"{'no values (a pattern)' if self.dtype == np.bool_ else 'values'}"
+                             f", got {'none' if self.values is None else 'some'}")
         if self.values is not None:
             check_dtype(self.values.dtype, "values dtype")
             if self.values.ndim != 1:
                 raise ValueError(f"values must be 1-D, got {self.values.ndim}-D")
+            if self.values.dtype != self.dtype:
+                raise ValueError(f"values must be of the matrix's dtype {self.dtype.name}, got "
+                                 f"{self.values.dtype.name}; use astype() to change it")
         if not full_check:
             return
         _check_blocks(xp, self)

@@ -825,3 +825,36 @@ def test_a_1d_sparse_array_is_refused_clearly():
         with pytest.raises(ValueError, match=r"a BitmapMatrix is 2-D, got a 1-D sparse array "
                                              r"of shape \(7,\); .*toarray"):
             call()
+
+
+def test_from_blocks_with_bool_values_drops_the_false_ones(xp):
+    # the values stored False and True where a pattern stores no values: the
+    # matrix summed 2, multiplied True and listed one entry
+    keys, bitmaps = xp.asarray(u64([0])), xp.asarray(u64([3]))
+    m = BitmapMatrix.from_blocks(keys, bitmaps, xp.asarray([True, False]), (10, 10))
+    want = sp.csr_array(([True], ([0], [0])), shape=(10, 10))
+    assert m.dtype == np.bool_ and m.values is None and m.nnz == 1
+    assert_same_csr(m.get().to_scipy(), want)
+    assert int(m.sum()) == 1
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda m: setattr(m, "values", m.values.astype(np.float32)),
+     "values must be of the matrix's dtype float64, got float32"),
+    (lambda m: setattr(m, "values", None), "a float64 matrix must have values, got none"),
+    (lambda m: setattr(m, "offsets", m.offsets.astype(np.float64)),
+     "offsets must be a 1-D int64 array, got 1-D float64"),
+])
+def test_check_format_sees_block_arrays_replaced_wrongly(change, message):
+    m = BitmapMatrix(np.eye(9))
+    change(m)
+    with pytest.raises(ValueError, match=message):
+        m.check_format(full_check=True)
+
+
+def test_from_blocks_names_0d_arrays_and_byte_order():
+    with pytest.raises(ValueError, match="values must be 1-D, got 0-D"):
+        BitmapMatrix.from_blocks(u64([0]), u64([1]), np.array(1.0), (8, 8))
+    with pytest.raises(ValueError, match=r"keys must be a 1-D uint64 array, got 1-D >u8 "
+                                         r"\(non-native byte order\)"):
+        BitmapMatrix.from_blocks(np.array([0], ">u8"), u64([1]), None, (8, 8))

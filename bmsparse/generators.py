@@ -15,6 +15,7 @@ duplicates), so they can be fed to any conversion routine as they are.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ from numpy.typing import DTypeLike
 from scipy.special import ndtri
 
 from ._format import BLOCK
-from ._sputils import get_index_dtype
+from ._sputils import check_dtype, check_shape, get_index_dtype
 
 __all__ = [
     "STRUCTURED",
@@ -279,9 +280,10 @@ def poisson2d_5pt(
     Raises
     ------
     TypeError
-        If a grid size is not an integer.
+        If a grid size is not an integer, or the dtype is not a supported
+        numeric one (bool cannot hold -1).
     ValueError
-        If a grid size is not positive.
+        If a grid size is not positive, or the grid has more than 2^35 points.
 
     Notes
     -----
@@ -320,9 +322,10 @@ def poisson2d_9pt(
     Raises
     ------
     TypeError
-        If a grid size is not an integer.
+        If a grid size is not an integer, or the dtype is not a supported
+        numeric one (bool cannot hold -1).
     ValueError
-        If a grid size is not positive.
+        If a grid size is not positive, or the grid has more than 2^35 points.
 
     Notes
     -----
@@ -361,9 +364,10 @@ def poisson3d_7pt(
     Raises
     ------
     TypeError
-        If a grid size is not an integer.
+        If a grid size is not an integer, or the dtype is not a supported
+        numeric one (bool cannot hold -1).
     ValueError
-        If a grid size is not positive.
+        If a grid size is not positive, or the grid has more than 2^35 points.
 
     Notes
     -----
@@ -402,9 +406,10 @@ def poisson3d_27pt(
     Raises
     ------
     TypeError
-        If a grid size is not an integer.
+        If a grid size is not an integer, or the dtype is not a supported
+        numeric one (bool cannot hold -1).
     ValueError
-        If a grid size is not positive.
+        If a grid size is not positive, or the grid has more than 2^35 points.
 
     Notes
     -----
@@ -447,7 +452,11 @@ def _stencil(grid: Sequence[int], norm: int, diagonal: float, dtype: DTypeLike) 
     9- and 27-point ones. Off-diagonal values are -1.
     """
     ndim = len(grid)
-    n = int(np.prod(grid))
+    # Python ints: a product past int64 wrapped round (to 0: an empty matrix)
+    n = check_shape((math.prod(grid), 1))[0]
+    dtype = check_dtype(dtype)
+    if dtype == np.bool_:
+        raise TypeError("dtype bool cannot hold the stencil's -1 entries; use a numeric dtype")
     # Offsets in lexicographic order, slowest axis first, are ascending in
     # their linear offset, so each row's columns come out sorted.
     offsets = np.array(np.meshgrid(*[[-1, 0, 1]] * ndim, indexing="ij")).reshape(ndim, -1).T

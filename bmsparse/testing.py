@@ -8,7 +8,11 @@ import numpy as np
 
 
 def assert_equal(actual: Any, desired: Any) -> None:
-    """Assert two matrices are equal: shape, dtype, blocks and values, bit for bit.
+    """Assert two matrices are equal: shape, dtype, blocks, and values exactly.
+
+    Values compare as ``numpy.testing.assert_array_equal`` compares them:
+    NaN equals NaN (a complex one any other) and -0.0 equals 0.0; not bit
+    for bit.
 
     Parameters
     ----------

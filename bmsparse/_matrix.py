@@ -11,8 +11,8 @@ from . import _derived, _extremes, _readback, convert
 from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
-from ._sputils import (check_cupyx_dtype, check_dtype, check_shape, csr_from_arrays,
-                       get_array_module, gpu_module, operator_index, upcast)
+from ._sputils import (SUPPORTED_DTYPES, check_cupyx_dtype, check_dtype, check_shape,
+                       csr_from_arrays, get_array_module, gpu_module, operator_index, upcast)
 
 
 class _BlockArray:
@@ -96,6 +96,11 @@ class BitmapMatrix:
     ndim = 2
 
     def __init__(self, arg: Any, shape: Any = None, dtype: Any = None, copy: bool = False):
+        if dtype is not None and not isinstance(arg, BitmapMatrix) and hasattr(arg, "astype") \
+                and getattr(arg, "dtype", None) not in SUPPORTED_DTYPES:
+            # an input of a dtype we do not store (int8, float16, ...): cast
+            # first, as scipy does given a dtype
+            arg = arg.astype(check_dtype(dtype))
         if isinstance(arg, BitmapMatrix):
             src = arg.copy() if copy else arg
         elif _is_scipy_sparse(arg):

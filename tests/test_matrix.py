@@ -858,3 +858,15 @@ def test_from_blocks_names_0d_arrays_and_byte_order():
     with pytest.raises(ValueError, match=r"keys must be a 1-D uint64 array, got 1-D >u8 "
                                          r"\(non-native byte order\)"):
         BitmapMatrix.from_blocks(np.array([0], ">u8"), u64([1]), None, (8, 8))
+
+
+@pytest.mark.parametrize("make", [lambda: np.eye(3, dtype=np.int8),
+                                  lambda: np.eye(3, dtype=np.float16),
+                                  lambda: sp.csr_array(np.eye(3, dtype=np.uint16))])
+def test_a_dtype_casts_an_input_of_a_dtype_not_stored(make):
+    # as scipy does given a dtype; without one, the TypeError names the dtype
+    got = BitmapMatrix(make(), dtype=np.float64)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.toarray(), np.eye(3))
+    with pytest.raises(TypeError, match="is not supported"):
+        BitmapMatrix(make())

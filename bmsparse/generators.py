@@ -510,7 +510,8 @@ def product_stats(a: Any, *, block_size: int = BLOCK) -> dict[str, int | float |
     Raises
     ------
     TypeError
-        If `a` is not a scipy sparse array or matrix.
+        If `a` is not a scipy sparse array or matrix, or `block_size` not an
+        integer.
     ValueError
         If `a` is not 2-D or `block_size` is not positive.
 
@@ -534,8 +535,7 @@ def product_stats(a: Any, *, block_size: int = BLOCK) -> dict[str, int | float |
         raise TypeError(f"a must be a scipy sparse array or matrix, got {type(a).__name__}")
     if a.ndim != 2:
         raise ValueError(f"a must be 2-D, got shape {a.shape}")
-    if block_size < 1:
-        raise ValueError(f"block_size must be positive, got {block_size}")
+    (block_size,) = _grid(block_size=block_size)  # a positive integer
     a = sp.csr_array(a)
     if not a.has_canonical_format:
         a = a.copy()

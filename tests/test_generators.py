@@ -321,8 +321,10 @@ def test_product_stats_leaves_input_alone():
         (np.eye(3), {}, TypeError, "a must be a scipy sparse array or matrix, got ndarray"),
         (sp.coo_array(np.ones(5)), {}, ValueError, r"a must be 2-D, got shape \(5,\)"),
         (sp.eye_array(3), {"block_size": 0}, ValueError, "block_size must be positive, got 0"),
+        (sp.eye_array(3), {"block_size": 2.5}, TypeError,
+         "block_size must be an integer, got float"),
     ],
-    ids=["dense", "1-d", "block-size"],
+    ids=["dense", "1-d", "block-size", "block-size-float"],
 )
 def test_product_stats_rejects(a, kwargs, error, message):
     with pytest.raises(error, match=message):

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from numpy.typing import DTypeLike
 from scipy.special import ndtri
 
-from ._format import BLOCK
+from ._format import BLOCK, MAX_DIM
 from ._sputils import check_dtype, check_shape, get_index_dtype
 
 __all__ = [
@@ -121,7 +121,7 @@ def webbase_surrogate(
     Raises
     ------
     ValueError
-        If `scale` is not positive and finite.
+        If `scale` is not positive and finite, or gives more than 2^35 rows.
     TypeError
         If `dtype` is not a floating-point type.
 
@@ -152,6 +152,9 @@ def webbase_surrogate(
         raise TypeError(f"dtype must be a floating-point type, got {dtype}")
     rng = np.random.default_rng(seed)
     n = max(8, round(scale * WEBBASE_1M["n_rows"]))
+    if n > MAX_DIM:  # named here, before NumPy runs out of memory
+        raise ValueError(f"scale must give at most {MAX_DIM} rows (a BitmapMatrix's limit), "
+                         f"got scale={scale:g}")
 
     size = _host_sizes(n)
     size = size[rng.permutation(size.size)]

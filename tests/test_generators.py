@@ -126,6 +126,14 @@ def test_surrogate_rejects_scale(scale):
         webbase_surrogate(scale)
 
 
+@pytest.mark.parametrize("scale", [1e5, 1e300])
+def test_surrogate_rejects_a_scale_past_the_row_limit(scale):
+    # NumPy's "Maximum allowed size exceeded" (or an attempt to allocate
+    # terabytes) before: the message did not name the scale
+    with pytest.raises(ValueError, match=r"scale must give at most \d+ rows .*got scale="):
+        webbase_surrogate(scale)
+
+
 @pytest.mark.parametrize(
     ("dtype", "name"), [(np.int64, "int64"), (bool, "bool"), (np.complex128, "complex128")]
 )

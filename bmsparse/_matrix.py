@@ -38,7 +38,13 @@ class _BlockArray:
         if flags is not None and not flags.c_contiguous:
             # kernels read every array as dense (and launch without checking)
             value = get_array_module(value).ascontiguousarray(value)
+        if self._attr == "_values":
+            # the dtype follows the values, as scipy's follows its data
+            obj._dtype = np.dtype(bool) if value is None else check_dtype(value.dtype,
+                                                                          "values dtype")
         setattr(obj, self._attr, value)
+        # counted again: from the values, or (a pattern) from the offsets
+        obj._nnz = None if obj._values is None else obj._values.shape[0]
         # what the cache holds derives from the keys (row pointer, column
         # order) or from every array (a small B's scalar rows): all of it goes
         obj._cache.clear()
@@ -79,6 +85,13 @@ class BitmapMatrix:
     values : [nnz] or None
         Values in block order, row-major inside a block; None for bool
         (pattern) matrices, whose bitmaps are the whole matrix.
+
+    Notes
+    -----
+    The arrays are treated as immutable: a matrix keeps what it derives from
+    them (row and column pointers, a small B's scalar rows), and a lazy
+    transpose reads them. Assign a new array (``A.values = 2 * A.values``;
+    the dtype follows the values) rather than changing one in place.
 
     Examples
     --------
@@ -163,6 +176,9 @@ class BitmapMatrix:
             if column is not None:
                 source._keep("column_pointer", column)
             self._keys, self._bitmaps, self._offsets, self._values = arrays
+            # the source's count now: its arrays may have been replaced since
+            # this transpose was made
+            self._nnz = source._nnz
             self._transpose_of = None
             if not isinstance(keys, np.ndarray):
                 # an event now (after the launch), so that the reads once the
@@ -687,8 +703,10 @@ class BitmapMatrix:
 
         ``A.T @ x``, ``A.T.sum(axis)`` and ``A.T.T`` read A's arrays directly;
         anything else that needs the blocks of A.T computes them once (a
-        block-local transpose, see :mod:`bmsparse.transpose`). Like scipy's
-        transpose, the result shares A's values: change neither in place.
+        block-local transpose, see :mod:`bmsparse.transpose`). Unlike
+        scipy's, the result shares A's values only until then: its blocks
+        are its own afterwards (A's values reordered), and ``A.T.T`` is A
+        only before. Change neither in place; assign new arrays instead.
 
         Notes
         -----
@@ -1154,6 +1172,8 @@ def _check_blocks(xp: Any, m: BitmapMatrix) -> None:
              _padding_clear(xp, m.bitmaps, pad_rows, pad_cols).all()]
     if m.values is not None:
         flags.append(m.offsets[-1] == m.values.shape[0])
+    elif m._nnz is not None:
+        flags.append(m.offsets[-1] == m._nnz)
     ok = [bool(f) for f in xp.stack(flags).tolist()]  # sync: all checks in one read
     messages = [
         "keys must be strictly increasing",
@@ -1163,7 +1183,8 @@ def _check_blocks(xp: Any, m: BitmapMatrix) -> None:
         "offsets must be the exclusive scan of popcount(bitmaps)",
         "offsets[0] must be 0",
         f"bitmaps have bits outside the shape {m.shape}",
-        "offsets[-1] must equal the number of values",
+        "offsets[-1] must equal the number of values" if m.values is not None
+        else "offsets[-1] must equal nnz",
     ]
     for good, message in zip(ok, messages):
         if not good:

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix
-from tests.cases import random_matrix
+from tests.cases import ours, random_matrix
 from tests.helpers import assert_same_csr
 
 TOP = 1 << 63
@@ -839,9 +839,11 @@ def test_from_blocks_with_bool_values_drops_the_false_ones(xp):
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (lambda m: setattr(m, "values", m.values.astype(np.float32)),
+    # (past the setter, which makes the dtype follow the values: as a wrong
+    # construction would leave them)
+    (lambda m: setattr(m, "_values", m.values.astype(np.float32)),
      "values must be of the matrix's dtype float64, got float32"),
-    (lambda m: setattr(m, "values", None), "a float64 matrix must have values, got none"),
+    (lambda m: setattr(m, "_values", None), "a float64 matrix must have values, got none"),
     (lambda m: setattr(m, "offsets", m.offsets.astype(np.float64)),
      "offsets must be a 1-D int64 array, got 1-D float64"),
 ])
@@ -870,3 +872,33 @@ def test_a_dtype_casts_an_input_of_a_dtype_not_stored(make):
     np.testing.assert_array_equal(got.toarray(), np.eye(3))
     with pytest.raises(TypeError, match="is not supported"):
         BitmapMatrix(make())
+
+
+def test_assigned_block_arrays_give_their_own_nnz_and_dtype(xp):
+    # the setter kept the old count: nnz, max() and a pattern's toarray went
+    # wrong; a lazy transpose made before kept it too
+    a = sp.csr_array(np.array([[-1.0, 0, 0], [0, 0, 0]]))
+    full = np.full((2, 3), -2.0)
+    m, f = ours(a, xp), ours(sp.csr_array(full), xp)
+    t = m.T
+    m.keys, m.bitmaps, m.offsets, m.values = f.keys, f.bitmaps, f.offsets, f.values
+    assert m.nnz == m.size == 6
+    m.check_format(full_check=True)
+    assert float(m.max()) == -2.0 and float(t.max()) == -2.0 and t.nnz == 6
+    np.testing.assert_array_equal(host(t.toarray()), full.T)
+    p, q = ours(sp.csr_array(np.eye(3, dtype=bool)), xp), ours(sp.csr_array(np.ones((3, 3),
+                                                                                bool)), xp)
+    assert p.nnz == 3
+    p.keys, p.bitmaps, p.offsets = q.keys, q.bitmaps, q.offsets
+    assert p.nnz == 9 and host(p.toarray()).all()
+    m.values = m.values.astype(np.float32)  # the dtype follows, as scipy's follows data
+    assert m.dtype == (m + m).dtype == np.float32
+    with pytest.raises(TypeError, match="values dtype float16 is not supported"):
+        m.values = m.values.astype(np.float16)
+
+
+def test_check_format_compares_a_patterns_nnz_with_its_offsets():
+    m = BitmapMatrix(np.eye(3, dtype=bool))
+    m._nnz = 5
+    with pytest.raises(ValueError, match=r"offsets\[-1\] must equal nnz"):
+        m.check_format(full_check=True)

@@ -187,6 +187,10 @@ _MMREAD_SPARRAY = "spmatrix" in inspect.signature(scipy.io.mmread).parameters
 def _read_mm(f: IO[bytes], canonical: bool = True) -> sp.csr_array | sp.coo_array:
     """Matrix Market from an open binary stream, as canonical CSR (else as
     scipy reads it: COO, whose size does not grow with the shape)."""
+    empty = _no_rows_array(f)
+    if empty is not None:
+        shape, dtype = empty
+        return sp.csr_array(shape, dtype=dtype)
     m = _mmread(f)
     if isinstance(m, np.ndarray):
         return sp.csr_array(m)
@@ -196,6 +200,31 @@ def _read_mm(f: IO[bytes], canonical: bool = True) -> sp.csr_array | sp.coo_arra
     a = sp.csr_array(m.tocsr())
     a.sum_duplicates()
     return a
+
+
+def _no_rows_array(f: IO[bytes]) -> tuple[tuple[int, int], np.dtype] | None:
+    """(shape, dtype) of a dense ``array`` file of no rows, else None; the
+    stream is left where it was. scipy 1.17's reader divides by zero on one
+    (SIGFPE: the process dies)."""
+    if not f.seekable():
+        return None
+    start = f.tell()
+    try:
+        banner = f.readline(1024).lower().split()
+        if len(banner) < 4 or banner[0] != b"%%matrixmarket" or banner[2] != b"array":
+            return None
+        line = f.readline(1024)
+        while line and (not line.strip() or line.lstrip().startswith(b"%")):
+            line = f.readline(1024)
+        size = line.split()
+        if len(size) < 2 or int(size[0]) != 0:
+            return None
+        dtype = {b"integer": np.int64, b"complex": np.complex128}.get(banner[3], np.float64)
+        return (0, int(size[1])), np.dtype(dtype)
+    except ValueError:  # not numbers: scipy's reader names what is wrong
+        return None
+    finally:
+        f.seek(start)
 
 
 def _mmread(f: IO[bytes]) -> Any:

@@ -291,10 +291,24 @@ def test_edge_list_large_random(tmp_path: Path) -> None:
     np.testing.assert_allclose(got.data, expected.data, rtol=1e-15)
 
 
-def test_edge_list_holding_matrix_market(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prefix", [b"", b"\xef\xbb\xbf", b"  \n"], ids=["plain", "bom", "space"])
+@pytest.mark.parametrize("lower", [False, True], ids=["banner", "lower-case-banner"])
+def test_edge_list_holding_matrix_market(tmp_path: Path, prefix: bytes, lower: bool) -> None:
+    # a lower-case banner, a byte order mark or a blank line first: read as an
+    # edge list before, the size line an edge and the indices 0-based
+    text = mm_bytes(SMALL)
+    if lower:
+        text = text.replace(b"%%MatrixMarket", b"%%matrixmarket", 1)
     path = tmp_path / "g.txt"
-    path.write_bytes(mm_bytes(SMALL))
+    path.write_bytes(prefix + text)
     assert_same(read_matrix(path), SMALL.tocsr())
+
+
+def test_edge_list_after_a_byte_order_mark(tmp_path: Path) -> None:
+    # the mark made the first edge read as a header, and dropped it
+    path = tmp_path / "g.csv"
+    path.write_bytes(b"\xef\xbb\xbf0,1\n1,2\n")
+    assert_same(read_matrix(path), edge_matrix((3, 3), [(0, 1, 1.0), (1, 2, 1.0)]))
 
 
 # ------------------------------------------------------------------- errors
@@ -331,6 +345,16 @@ ERROR_CASES = {
     "float-huge-id": ("g.txt", b"0 1 2.5\n1e20 1 1\n", ValueError,
                       r"node ids must be below 34359738368 .*got \[1e\+20, 1\.0\] in edge 1"),
     "archive-without-mtx": ("x.tar.gz", None, ValueError, r"x\.tar\.gz'? holds no \.mtx file"),
+    # an extra field on two lines and a blank line made the count come out
+    # right: read as the wrong graph before; an extra and a missing one too
+    "extra-fields-and-blank": ("g.txt", b"0 1\n1 2 5\n3 4 6\n\n", ValueError,
+                               r"line 2: expected 2 numbers .* got '1 2 5'"),
+    "extra-and-missing": ("g.txt", b"0 1\n1 2 3\n4\n", ValueError,
+                          r"line 2: expected 2 numbers .* got '1 2 3'"),
+    # truncated or corrupt compressed files: EOFError / tarfile.ReadError before
+    "truncated-gz": ("g.txt.gz", gzip.compress(b"0 1\n" * 1000)[:40], ValueError,
+                     r"could not be read whole \(EOFError"),
+    "not-a-tar": ("x.tar.gz", b"not a tar", ValueError, r"could not be read whole \(ReadError"),
 }
 
 

@@ -65,7 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def entries(args: argparse.Namespace, gpu: bool) -> list[tuple[str, Callable[[], Any]]]:
+def entries(args: argparse.Namespace,
+            gpu: bool) -> tuple[list[tuple[str, Callable[[], Any]]], list[str]]:
+    """``(name, loader)`` for every matrix to run, and notes for the user."""
     scale = args.scale if args.scale is not None else (1.0 if gpu else CPU_SCALE)
     out: list[tuple[str, Callable[[], Any]]] = [
         ("surrogate", lambda: generators.webbase_surrogate(scale, seed=0))]
@@ -73,7 +75,7 @@ def entries(args: argparse.Namespace, gpu: bool) -> list[tuple[str, Callable[[],
     if not args.no_corpus:
         out += [(name, load) for name, _, load in common.folder_entries(
             args.dir, DEFAULT_DIR, notes, "only the surrogate runs")]
-    return common.only(out, args.only, notes)
+    return common.only(out, args.only, notes), notes
 
 
 def other_operand(a: sp.csr_array) -> sp.csr_array:
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     device = common.detect_device(force_cpu=args.cpu)
     side = common.Side(device)
     try:
-        todo = entries(args, device.gpu)
+        todo, notes = entries(args, device.gpu)
     except common.UserError as exc:
         print(f"ops.py: error: {exc}", file=sys.stderr)
         return 1
@@ -175,7 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     report.line(f"bmsparse operations on {where} against {peer}, float64; "
                 f"median of {args.repeat} after {args.warmup} warm-up runs, "
                 "the two sides taking turns")
+    for note in notes:
+        report.line(f"note: {note}")
+    if not todo:
+        print("ops.py: error: no matrix to run", file=sys.stderr)
+        return 1
     rows: list[dict[str, Any]] = []
+    failures: list[str] = []
     progress = common.Progress(len(todo))
     try:
         for name, load in todo:
@@ -190,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows += run_matrix(name, a, side, repeat=args.repeat, warmup=args.warmup)
             else:
                 report.line(f"note: {name}: {error}")
+                failures.append(name)
             progress.done()
     finally:
         progress.close()
@@ -205,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         mean = common.geomean([r["ratio"] for r in rows if r["op"] == op])
         report.line(f"geometric-mean ratio of {op}: {fmt_x(mean)}")
     mismatches = [f"{r['matrix']} {r['op']}" for r in rows if r["match"] is False]
-    return common.conclude(report, mismatches, [], args.json, {
+    return common.conclude(report, mismatches, failures, args.json, {
         "script": "ops.py", "device": device.describe(), "peer": peer, "rows": rows,
         "settings": {"repeat": args.repeat, "warmup": args.warmup, "scale": args.scale}})
 

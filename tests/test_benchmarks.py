@@ -413,6 +413,24 @@ def test_ops_missing_folder(tmp_path):
     assert proc.stderr.strip() == f"ops.py: error: {tmp_path / 'nope'}: no such folder"
 
 
+def test_ops_says_what_it_left_out(tmp_path):
+    # its notes were made and dropped: an unknown --only ran nothing, exit 0,
+    # and a file that failed to read left the status 0 too
+    folder = tmp_path / "matrices"
+    folder.mkdir()
+    scipy.io.mmwrite(folder / "one.mtx", random_csr(10, 10, 20, 4))
+    proc = run_script("ops.py", folder, "--only", "three", "--repeat", "1", "--warmup", "0",
+                      "--cpu")
+    assert proc.returncode == 1
+    assert "note: --only: no matrix named three" in proc.stdout
+    assert "ops.py: error: no matrix to run" in proc.stderr
+    (folder / "broken.mtx").write_text("%%MatrixMarket matrix coordinate real general\n2 2\n")
+    proc = run_script("ops.py", folder, "--only", "one,broken", "--repeat", "1",
+                      "--warmup", "0", "--cpu")
+    assert proc.returncode == 1, proc.stdout
+    assert "note: broken: " in proc.stdout
+
+
 def test_time_calls_take_turns_and_a_failure_spares_the_others():
     calls = []
     clock = common.Clock("host")

@@ -12,6 +12,7 @@ scale).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -36,23 +37,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
     args = parser.parse_args(argv)
+    args.warmup = 1
+    common.check_timing_args(parser, args)
+    if not (math.isfinite(args.fraction) and args.fraction > 0):
+        parser.error(f"--fraction must be positive, got {args.fraction}")
     gpu = cupy_available() and not args.cpu
     scale = args.scale if args.scale is not None else (1.0 if gpu else 0.01)
     label = args.matrix or f"surrogate (scale {scale})"
-    a = read_matrix(args.matrix) if args.matrix else generators.webbase_surrogate(scale)
+    try:
+        a = read_matrix(args.matrix) if args.matrix else generators.webbase_surrogate(scale)
+    except (OSError, ValueError) as exc:
+        print(f"sliced.py: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     m = BitmapMatrix.from_scipy(a, device=gpu) if gpu else BitmapMatrix(a)
+    # A @ A.T for a rectangular A, as the other scripts
+    b, product = (m, "A @ A") if m.shape[0] == m.shape[1] else (m.T, "A @ A.T")
     clock = common.Clock("cupy" if gpu else "host")
     memory = "cupy" if gpu else "host"
 
-    whole = common.measure(lambda: spgemm(m, m), clock, memory, repeat=args.repeat,
-                           warmup=1, keep=True)
-    budget = int(whole.peak_bytes * args.fraction)
+    whole = common.measure(lambda: spgemm(m, b), clock, memory, repeat=args.repeat,
+                           warmup=args.warmup, keep=True)
+    budget = max(int(whole.peak_bytes * args.fraction), 1)
     info: dict[str, float] = {}
-    sliced = common.measure(lambda: spgemm(m, m, max_memory=budget, output=args.output,
-                                           timings=info),
-                            clock, memory, repeat=args.repeat, warmup=1, keep=True)
+    try:
+        sliced = common.measure(lambda: spgemm(m, b, max_memory=budget, output=args.output,
+                                               timings=info),
+                                clock, memory, repeat=args.repeat, warmup=args.warmup,
+                                keep=True)
+    except MemoryError as exc:  # one block row needs more than the budget
+        print(f"sliced.py: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     same = _same_bits(whole.result, sliced.result)
-    print(f"{label}: A @ A on {'the GPU' if gpu else 'the CPU'}, nnz(C) = {whole.result.nnz:,}")
+    print(f"{label}: {product} on {'the GPU' if gpu else 'the CPU'}, "
+          f"nnz(C) = {whole.result.nnz:,}")
     print(f"  unsliced: {whole.timing.ms:9.3f} ms, peak {whole.peak_bytes / 2**20:9.1f} MiB")
     print(f"  max_memory = {args.fraction:g} x that peak = {budget / 2**20:.1f} MiB "
           f"(output: {args.output if gpu else 'host'})")

@@ -386,6 +386,31 @@ def test_sliced_smoke_cpu():
     assert slices > 1
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (("--matrix", "nope.mtx"), "sliced.py: error: [Errno 2] No such file"),
+    (("--fraction", "0"), "--fraction must be positive, got 0.0"),
+    (("--scale", "-1"), "--scale must be positive, got -1.0"),
+    (("--repeat", "0"), "--repeat must be at least 1, got 0"),
+    (("--scale", "0.002", "--fraction", "1e-9"), "sliced.py: error: "),
+])
+def test_sliced_refuses_in_one_line(args, message):
+    # tracebacks before: a missing file, max_memory 0, webbase_surrogate's
+    # ValueError, a MemoryError for a budget below one block row
+    proc = run_script("sliced.py", *args, "--cpu")
+    assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr, proc.stderr
+    assert message in proc.stderr
+
+
+def test_sliced_takes_a_rectangular_matrix(tmp_path):
+    path = tmp_path / "rect.mtx"
+    scipy.io.mmwrite(path, random_csr(40, 17, 120, seed=3))
+    proc = run_script("sliced.py", "--matrix", path, "--fraction", "0.5", "--repeat", "1",
+                      "--cpu")
+    assert proc.returncode == 0, proc.stderr
+    assert "A @ A.T on the CPU" in proc.stdout
+    assert "bit for bit equal to the unsliced one: True" in proc.stdout
+
+
 # --- ops.py ---------------------------------------------------------------------------
 
 

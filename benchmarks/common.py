@@ -104,8 +104,9 @@ def add_timing_args(p: Any) -> None:
 
 
 def check_timing_args(p: Any, args: Any) -> None:
-    """Refuse ``--repeat`` below 1, a negative ``--warmup`` or a ``--scale`` (when the
-    script has one) that is not a positive number (argparse's error)."""
+    """Refuse ``--repeat`` below 1, a negative ``--warmup``, a ``--scale`` or
+    ``--seed`` (when the script has one) that is not a positive (non-negative)
+    number, or a ``--json`` that names a folder (argparse's error)."""
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
     if args.warmup < 0:
@@ -113,6 +114,12 @@ def check_timing_args(p: Any, args: Any) -> None:
     scale = getattr(args, "scale", None)
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         p.error(f"--scale must be positive, got {scale}")
+    if getattr(args, "seed", 0) < 0:
+        p.error(f"--seed must be non-negative, got {args.seed}")
+    json_path = getattr(args, "json", None)
+    if json_path is not None and Path(json_path).is_dir():
+        # found out only after the whole run, its results lost
+        p.error(f"--json must name a file, got the folder {json_path}")
 
 
 def detect_device(force_cpu: bool = False) -> Device:

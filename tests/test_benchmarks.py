@@ -7,6 +7,7 @@ The scripts run as subprocesses, as a user runs them, on tiny inputs: the
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import os
@@ -149,6 +150,28 @@ def test_webbase_missing_matrix_file(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"webbase.py: error: --matrix {tmp_path / 'nope.mtx'}: " \
                                   "no such file"
+
+
+@pytest.mark.parametrize(("script", "args", "message"), [
+    ("webbase.py", ("--seed", "-1"), "--seed must be non-negative, got -1"),
+    ("webbase.py", ("--json", "."), "--json must name a file, got the folder ."),
+    ("suite.py", ("--json", "."), "--json must name a file, got the folder ."),
+])
+def test_bad_seed_and_json_folder_are_argparse_errors(script, args, message):
+    # a NumPy traceback for the seed; a folder for --json failed only after
+    # the whole run, its results lost
+    proc = run_script(script, *args, "--cpu")
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_webbase_corrupt_matrix_file_fails_in_one_line(tmp_path):
+    # read_matrix raised EOFError for a truncated .gz, which webbase.py did
+    # not catch
+    path = tmp_path / "trunc.mtx.gz"
+    path.write_bytes(gzip.compress(b"%%MatrixMarket matrix coordinate real general\n" * 99)[:30])
+    proc = run_script("webbase.py", "--matrix", path, "--cpu")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "could not be read whole" in proc.stderr
 
 
 @pytest.mark.skipif(HAVE_MATPLOTLIB, reason="matplotlib is installed")

@@ -143,10 +143,10 @@ def read_matrix(path: PathLike, *, symmetrize: bool = False,
     the whole text, and each line's fields counted in one more pass over the
     bytes (a line with a field too many or too few would shift the rest). 4
     million ``src dst`` lines take about 1.5 s, and half of that is building
-    the CSR. With a weight column they take about 4 s,
-    because every number must then be parsed as a float. Comment or blank
-    lines after the first edge add a regex pass of about 1 s. Peak memory is
-    about twice the file's text plus a few arrays of ``nnz`` 8-byte elements.
+    the CSR. With a weight column they take about 4 s, because every number
+    must then be parsed as a float. Comment or blank lines after the first
+    edge add a regex pass of about 1 s. Peak memory is about twice the
+    file's text plus a few arrays of ``nnz`` 8-byte elements.
     Duplicate edges are summed. Matrix Market files are read by
     ``scipy.io.mmread``. Dense Matrix Market ``array`` files are converted
     with their zeros dropped, since a dense file stores no pattern.
@@ -356,7 +356,8 @@ def _read_edge_list(data: bytes, source: str) -> sp.csr_array:
     # flat parse cannot see, and the total count can miss (an extra field and
     # a missing one, or an extra one and a blank line): every line's fields
     # are counted
-    if _ragged(body, ncols) or numbers.size % ncols:
+    lines = _edge_lines(body, ncols)
+    if lines is None or numbers.size != lines * ncols:
         raise (_bad_line(original, source, lineno - 1, ncols)
                or ValueError(f"{source}: could not parse the edge list as "
                              f"{ncols} columns of numbers"))
@@ -395,19 +396,20 @@ _BLANK = np.zeros(256, dtype=bool)
 _BLANK[[ord(c) for c in " \t\n\r\v\f"]] = True
 
 
-def _ragged(text: bytes, ncols: int) -> bool:
-    """True when a line of ``text`` that is not blank holds other than
-    ``ncols`` whitespace-separated fields (vectorized: a pass over the bytes,
-    about a third of the parse's time)."""
+def _edge_lines(text: bytes, ncols: int) -> int | None:
+    """The lines of ``text`` that are not blank, or None when one of them
+    holds other than ``ncols`` whitespace-separated fields (vectorized: a
+    pass over the bytes, about a third of the parse's time)."""
     b = np.frombuffer(text, dtype=np.uint8)
     if b.size == 0:
-        return False
+        return 0
     blank = _BLANK[b]
     starts = ~blank  # a field starts after a blank or at the text's start
     starts[1:] &= blank[:-1]
     firsts = np.concatenate(([0], np.flatnonzero(b == ord("\n")) + 1))
     fields = np.add.reduceat(starts, firsts[firsts < b.size], dtype=np.int64)
-    return bool(((fields != 0) & (fields != ncols)).any())
+    used = fields != 0
+    return None if (fields[used] != ncols).any() else int(used.sum())
 
 
 def _bad_line(body: bytes, source: str, lines_before: int,

@@ -80,6 +80,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    f"{CPU_MAX_MULTIPLIES:,} on the CPU path)")
     args = p.parse_args(argv)
     common.check_timing_args(p, args)
+    if args.max_multiplies is not None and not args.max_multiplies >= 0:
+        p.error(f"--max-multiplies must be non-negative, got {args.max_multiplies:g}")
     return args
 
 

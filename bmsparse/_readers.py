@@ -475,7 +475,7 @@ def read_manifest(folder: PathLike) -> list[dict[str, str | int]]:
     """
     path = Path(os.fspath(folder)) / MANIFEST
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # (a spreadsheet's byte order mark)
     except FileNotFoundError:
         return []
     entries: list[dict[str, str | int]] = []

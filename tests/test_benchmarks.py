@@ -156,6 +156,8 @@ def test_webbase_missing_matrix_file(tmp_path):
     ("webbase.py", ("--seed", "-1"), "--seed must be non-negative, got -1"),
     ("webbase.py", ("--json", "."), "--json must name a file, got the folder ."),
     ("suite.py", ("--json", "."), "--json must name a file, got the folder ."),
+    # it skipped every product
+    ("suite.py", ("--max-multiplies", "-1"), "--max-multiplies must be non-negative, got -1"),
 ])
 def test_bad_seed_and_json_folder_are_argparse_errors(script, args, message):
     # a NumPy traceback for the seed; a folder for --json failed only after

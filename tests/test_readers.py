@@ -358,6 +358,14 @@ ERROR_CASES = {
 }
 
 
+def test_read_manifest_after_a_byte_order_mark(tmp_path: Path) -> None:
+    # a spreadsheet's mark made the header's first column '\ufeffname': refused
+    (tmp_path / "MANIFEST.tsv").write_bytes(
+        b"\xef\xbb\xbfname\tfile\trows\tcols\tnnz\ng\tg.txt\t3\t3\t2\n")
+    assert read_manifest(tmp_path) == [
+        {"name": "g", "file": "g.txt", "rows": 3, "cols": 3, "nnz": 2}]
+
+
 @pytest.mark.parametrize("case", list(ERROR_CASES))
 def test_read_matrix_errors(tmp_path: Path, case: str) -> None:
     name, data, error, match = ERROR_CASES[case]

@@ -104,12 +104,13 @@ def add_timing_args(p: Any) -> None:
 
 
 def check_timing_args(p: Any, args: Any) -> None:
-    """Refuse ``--repeat`` below 1, a negative ``--warmup``, a ``--scale`` or
-    ``--seed`` (when the script has one) that is not a positive (non-negative)
-    number, or a ``--json`` that names a folder (argparse's error)."""
+    """Refuse ``--repeat`` below 1, and where the script has them a negative
+    ``--warmup``, a ``--scale`` or ``--seed`` that is not a positive
+    (non-negative) number, or a ``--json`` that names a folder (argparse's
+    error)."""
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
-    if args.warmup < 0:
+    if getattr(args, "warmup", 0) < 0:
         p.error(f"--warmup must be non-negative, got {args.warmup}")
     scale = getattr(args, "scale", None)
     if scale is not None and not (math.isfinite(scale) and scale > 0):
@@ -914,6 +915,18 @@ def write_json(path: str | os.PathLike, data: dict[str, Any]) -> None:
     text = json.dumps(_clean(json.loads(json.dumps(data, default=_json_default))), indent=2,
                       allow_nan=False)
     path.write_text(text + "\n", encoding="utf-8")
+
+
+def begin(report: Report, notes: Sequence[str], todo: Sequence[Any], script: str,
+          what: str = "matrix") -> bool:
+    """Put ``notes`` in the report; False, after an error line on stderr, when
+    ``todo`` is empty (the script then exits 1)."""
+    for note in notes:
+        report.line(f"note: {note}")
+    if todo:
+        return True
+    print(f"{script}: error: no {what} to run", file=sys.stderr)
+    return False
 
 
 def conclude(report: Report, mismatches: Sequence[str], failures: Sequence[str],

@@ -261,10 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         report.line(f"bmsparse graph benchmark, CPU path ({device.note}): NumPy twins, "
                     f"host clock, median of {args.repeat} after {args.warmup} warm-up runs")
-    for note in notes:
-        report.line(f"note: {note}")
-    if not todo:
-        print("graph.py: error: no graph to run", file=sys.stderr)
+    if not common.begin(report, notes, todo, "graph.py", "graph"):
         return 1
     rows = common.run_each(todo, run_one, side, args, max_multiplies)
 

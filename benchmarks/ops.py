@@ -177,10 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     report.line(f"bmsparse operations on {where} against {peer}, float64; "
                 f"median of {args.repeat} after {args.warmup} warm-up runs, "
                 "the two sides taking turns")
-    for note in notes:
-        report.line(f"note: {note}")
-    if not todo:
-        print("ops.py: error: no matrix to run", file=sys.stderr)
+    if not common.begin(report, notes, todo, "ops.py"):
         return 1
     rows: list[dict[str, Any]] = []
     failures: list[str] = []

@@ -37,7 +37,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
     args = parser.parse_args(argv)
-    args.warmup = 1
     common.check_timing_args(parser, args)
     if not (math.isfinite(args.fraction) and args.fraction > 0):
         parser.error(f"--fraction must be positive, got {args.fraction}")
@@ -56,14 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     memory = "cupy" if gpu else "host"
 
     whole = common.measure(lambda: spgemm(m, b), clock, memory, repeat=args.repeat,
-                           warmup=args.warmup, keep=True)
+                           warmup=1, keep=True)
     budget = max(int(whole.peak_bytes * args.fraction), 1)
     info: dict[str, float] = {}
     try:
         sliced = common.measure(lambda: spgemm(m, b, max_memory=budget, output=args.output,
                                                timings=info),
-                                clock, memory, repeat=args.repeat, warmup=args.warmup,
-                                keep=True)
+                                clock, memory, repeat=args.repeat, warmup=1, keep=True)
     except MemoryError as exc:  # one block row needs more than the budget
         print(f"sliced.py: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1

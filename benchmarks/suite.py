@@ -218,10 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.strategy != "auto":
         report.line(f"note: strategy forced to {args.strategy}"
                     + ("" if device.gpu else " (no effect on the CPU path: it has one)"))
-    for note in notes:
-        report.line(f"note: {note}")
-    if not todo:
-        print("suite.py: error: no matrix to run", file=sys.stderr)
+    if not common.begin(report, notes, todo, "suite.py"):
         return 1
 
     rows = common.run_each(todo, run_one, side, args, max_multiplies)

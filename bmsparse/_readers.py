@@ -10,7 +10,6 @@ benchmarks start from.
 from __future__ import annotations
 
 import csv
-import gc
 import gzip
 import http.client
 import inspect
@@ -210,6 +209,13 @@ def _read_mm(f: IO[bytes], canonical: bool = True) -> sp.csr_array | sp.coo_arra
     return a
 
 
+def mm_banner(f: IO[bytes]) -> list[bytes] | None:
+    """The lower-cased words after ``%%MatrixMarket`` on the stream's next
+    line (object, format, field, symmetry), or None when it is no banner."""
+    words = f.readline(1024).lower().split()
+    return words[1:] if len(words) >= 5 and words[0] == b"%%matrixmarket" else None
+
+
 def _no_rows_array(f: IO[bytes]) -> tuple[tuple[int, int], np.dtype] | None:
     """(shape, dtype) of a dense ``array`` file of no rows, else None; the
     stream is left where it was. scipy 1.17's reader divides by zero on one
@@ -218,8 +224,8 @@ def _no_rows_array(f: IO[bytes]) -> tuple[tuple[int, int], np.dtype] | None:
         return None
     start = f.tell()
     try:
-        banner = f.readline(1024).lower().split()
-        if len(banner) < 4 or banner[0] != b"%%matrixmarket" or banner[2] != b"array":
+        banner = mm_banner(f)
+        if banner is None or banner[1] != b"array":
             return None
         line = f.readline(1024)
         while line and (not line.strip() or line.lstrip().startswith(b"%")):
@@ -227,7 +233,7 @@ def _no_rows_array(f: IO[bytes]) -> tuple[tuple[int, int], np.dtype] | None:
         size = line.split()
         if len(size) < 2 or int(size[0]) != 0:
             return None
-        dtype = {b"integer": np.int64, b"complex": np.complex128}.get(banner[3], np.float64)
+        dtype = {b"integer": np.int64, b"complex": np.complex128}.get(banner[2], np.float64)
         return (0, int(size[1])), np.dtype(dtype)
     except ValueError:  # not numbers: scipy's reader names what is wrong
         return None
@@ -243,11 +249,11 @@ def _mmread(f: IO[bytes]) -> Any:
         # scipy >= 1.17 can return a sparse array directly (and warns without the flag)
         return scipy.io.mmread(f, spmatrix=False) if _MMREAD_SPARRAY else scipy.io.mmread(f)
     except Exception as exc:  # noqa: BLE001 - raised again below, unchanged
+        # scipy's reader, kept alive by the traceback, seeks the stream when
+        # it is freed: freed here, leaving this block, while the stream is
+        # open (freed after its `with` has closed it, the seek's error aborts
+        # the process, scipy 1.17)
         error = exc.with_traceback(None)
-    # scipy's reader, kept alive by the traceback, seeks the stream when it is
-    # freed: freed now, while the stream is open (freed after its `with` has
-    # closed it, the seek's error aborts the process, scipy 1.17)
-    gc.collect()
     raise error
 
 

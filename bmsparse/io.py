@@ -9,7 +9,7 @@ from typing import Any
 import scipy.io
 
 from ._matrix import BitmapMatrix
-from ._readers import read_matrix
+from ._readers import mm_banner, read_matrix
 from ._sputils import check_dtype
 
 
@@ -69,8 +69,8 @@ def _is_pattern(path: str | os.PathLike) -> bool:
         return False
     opener = gzip.open if name.endswith(".gz") else open
     with opener(path, "rb") as f:
-        banner = f.readline(1024).lower().split()
-    return len(banner) >= 4 and banner[0] == b"%%matrixmarket" and banner[3] == b"pattern"
+        banner = mm_banner(f)
+    return banner is not None and banner[2] == b"pattern"
 
 
 def mmwrite(path: str | os.PathLike, a: Any, *, comment: str | None = "") -> None:

@@ -102,3 +102,18 @@ __global__ void bmsparse_multiply_records(
 {
     BMSPARSE_MULTIPLY_VALUE((PairRecords{pair_bitmaps, pair_offsets}));
 }
+
+// bmsparse_multiply_tiles: the same values as bmsparse_multiply_records, by
+// tiles of BMSPARSE_TILE_VALUES values (multiply.cuh's multiply_tile), the
+// same arguments (warp_starts not read); every index below 2^31.
+// Launch: ceil(c_nnz / BMSPARSE_TILE_VALUES) blocks of BMSPARSE_TILE_THREADS.
+template <typename T, typename S>
+__global__ void __launch_bounds__(BMSPARSE_TILE_THREADS, 8) bmsparse_multiply_tiles(
+    const ulonglong2* __restrict__ pair_bitmaps, const int2* __restrict__ pair_offsets,
+    const T* __restrict__ a_values, const T* __restrict__ b_values, BMSPARSE_MULTIPLY_ARGS)
+{
+    __shared__ TileBlocks tile;
+    multiply_tile<T, S>(PairRecords{pair_bitmaps, pair_offsets}, a_values, b_values, c_first,
+                        c_last, last_shift, c_bitmaps, c_offsets, c_nblocks, warp_block, c_nnz,
+                        BitmapOrder<T>{c_values}, zero_values, zero_flag, tile);
+}

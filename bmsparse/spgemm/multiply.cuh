@@ -244,3 +244,97 @@ __device__ __forceinline__ void multiply_value(
         if (zero_flag) *zero_flag = 1ull;
     }
 }
+
+// The multiply by tiles: a thread block takes TILE_VALUES consecutive values
+// of C, loads the bitmaps, value offsets and pair runs of their output blocks
+// once (coalesced, TILE_BLOCKS at a time) into shared memory, and a thread
+// per row of a block writes the (block, bit) of each of the row's values
+// into the tile's slots. A thread per value then sums as multiply_value does,
+// in the same order, but finds its block and bit in two shared loads: no
+// warp words, no nth_set_bit, no scattered loads of C's blocks. Products of
+// few pairs a value gain most (the surrogate 706 -> 580 us, H200; see
+// multiply.py's TILES_MOST_PAIRS for where it loses).
+#define BMSPARSE_TILE_THREADS 256
+#define BMSPARSE_TILE_VALUES (8 * BMSPARSE_TILE_THREADS)
+#define BMSPARSE_TILE_BLOCKS 256
+
+struct TileBlocks {
+    u64 bitmaps[BMSPARSE_TILE_BLOCKS];
+    int offsets[BMSPARSE_TILE_BLOCKS + 1];  // value offset less the tile's first value
+    int first[BMSPARSE_TILE_BLOCKS];        // pair run
+    int last[BMSPARSE_TILE_BLOCKS];
+    int slots[BMSPARSE_TILE_VALUES];        // (block of the chunk << 6) | bit, a value each
+};
+
+// Tile blockIdx.x of C's values; every index below 2^31 (the host checks).
+// C's blocks q0 .. q1 (inclusive) hold the tile's values; they are taken
+// TILE_BLOCKS at a time, so that a tile of many small blocks still fits.
+template <typename T, typename S, typename Out>
+__device__ __forceinline__ void multiply_tile(
+    const PairRecords& pairs, const T* __restrict__ a_values, const T* __restrict__ b_values,
+    const long long* __restrict__ c_first, const long long* __restrict__ c_last,
+    long long last_shift, const u64* __restrict__ c_bitmaps,
+    const long long* __restrict__ c_offsets, long long c_nblocks,
+    const long long* __restrict__ warp_block, long long c_nnz, const Out& out,
+    unsigned long long* __restrict__ zero_values, unsigned long long* zero_flag,
+    TileBlocks& tile)
+{
+    constexpr int NT = BMSPARSE_TILE_THREADS, NB = BMSPARSE_TILE_BLOCKS;
+    const int tid = (int)threadIdx.x;
+    const int nnz = (int)c_nnz;
+    const int v0 = (int)blockIdx.x * BMSPARSE_TILE_VALUES;
+    const int n = nnz - v0 < BMSPARSE_TILE_VALUES ? nnz - v0 : BMSPARSE_TILE_VALUES;
+    // the block of value v0 + TILE_VALUES is the first block of a warp
+    const int q1 = v0 + n < nnz ? (int)__ldcs(warp_block + ((v0 + n) >> 5)) : (int)c_nblocks - 1;
+    const int qa = (int)__ldcs(warp_block + (v0 >> 5));
+    unsigned int zeros = 0;
+    for (int q0 = qa; q0 <= q1; q0 += NB) {
+        const int nb = q1 - q0 + 1 < NB ? q1 - q0 + 1 : NB;
+        if (q0 != qa) __syncthreads();  // the last chunk's values are done with the slots
+        for (int i = tid; i <= nb; i += NT) {
+            const int q = q0 + i;
+            tile.offsets[i] = (int)__ldcs(c_offsets + q) - v0;
+            if (i < nb) {
+                tile.bitmaps[i] = __ldcs(c_bitmaps + q);
+                tile.first[i] = (int)__ldcs(c_first + q);
+                tile.last[i] = (int)__ldcs(c_last + q + (int)last_shift);
+            }
+        }
+        __syncthreads();
+        // the chunk's values in the tile: [lo, hi)
+        const int lo = tile.offsets[0] > 0 ? tile.offsets[0] : 0;
+        const int hi = tile.offsets[nb] < n ? tile.offsets[nb] : n;
+        for (int item = tid; item < nb * 8; item += NT) {
+            const int i = item >> 3, r = item & 7;
+            const u64 bitmap = tile.bitmaps[i];
+            int at = tile.offsets[i] + __popcll(bitmap & ((1ull << (r << 3)) - 1ull));
+            for (unsigned int x = row_bits(bitmap, r); x; x &= x - 1u, ++at)
+                if (at >= lo && at < hi) tile.slots[at] = (i << 6) | (r << 3) | (__ffs(x) - 1);
+        }
+        __syncthreads();
+        for (int at0 = lo; at0 < hi; at0 += NT) {
+            const int at = at0 + tid;
+            T acc = S::template identity<T>();
+            if (at < hi) {
+                const int slot = tile.slots[at];
+                const int b = slot >> 6, bit = slot & 63, r = bit >> 3, c = bit & 7;
+                const u64 above = (1ull << (r << 3)) - 1ull;
+                const int p1 = tile.last[b];
+                for (int p = tile.first[b]; p < p1; ++p) {
+                    const ulonglong2 bm = __ldcs(pairs.bitmaps + p);
+                    int2 off = {0, 0};
+                    if constexpr (S::reads_values) off = __ldcs(pairs.offsets + p);
+                    // (the offsets in the test: see multiply_value)
+                    add_pair_terms<T, S, int>(acc, r, c, above, bm.x, off.x, a_values, bm.y,
+                                              off.y, b_values, (off.x | off.y) < 0);
+                }
+                out.store(out.place(v0 + at, q0 + b, tile.bitmaps[b], bit), acc);
+            }
+            zeros += __popc(__ballot_sync(0xffffffffu, at < hi && is_zero(acc)));
+        }
+    }
+    if (zeros && (tid & 31) == 0) {
+        atomicAdd(zero_values, (unsigned long long)zeros);
+        if (zero_flag) *zero_flag = 1ull;
+    }
+}

@@ -20,14 +20,34 @@ from .count import PairBlocks, bool_product, pair_blocks
 _KERNELS = "spgemm/multiply.cu"
 _kernels.register(_KERNELS, {"bmsparse_multiply_warp_blocks": (),
                              "bmsparse_multiply_values": ("T", "S", "I"),
-                             "bmsparse_multiply_records": ("T", "S", "I")})
+                             "bmsparse_multiply_records": ("T", "S", "I"),
+                             "bmsparse_multiply_tiles": ("T", "S")})
 _CSR_KERNELS = "spgemm/multiply_csr.cu"
 _kernels.register(_CSR_KERNELS, {"bmsparse_multiply_csr": ("T", "S", "I", "J"),
-                                 "bmsparse_multiply_csr_records": ("T", "S", "I", "J")})
+                                 "bmsparse_multiply_csr_records": ("T", "S", "I", "J"),
+                                 "bmsparse_multiply_csr_tiles": ("T", "S", "I")})
 _WARP = 32
 
 #: threads of a thread block of the multiply kernels (``_kernels.launch``'s default)
 _THREADS = 256
+#: values of a tile of the tiles kernels (BMSPARSE_TILE_VALUES in multiply.cuh)
+TILE_VALUES = 8 * _THREADS
+#: The tiles kernels take a product of records with at least TILES_LEAST_VALUES
+#: values and at most one pair per TILES_VALUES_A_PAIR values; elsewhere a
+#: thread per value finding its own block wins. Kernel time, H200, tiles
+#: against records (pairs a value): the surrogate 580 / 706 us (0.06),
+#: 2d-9pt 694 / 712 (0.40), bcsstk33 255 / 214 (0.28), email-Enron
+#: 1,846 / 1,691 (1.09), mhd1280b (41 K values) 42 / 18 (0.13): see
+#: benchmarks/NOTES.md, session 42.
+TILES_LEAST_VALUES = 1 << 21
+TILES_VALUES_A_PAIR = 8
+
+
+def by_tiles(nnz: int, ntasks: int, index: np.dtype) -> bool:
+    """True when the tiles kernels compute a product's values (see
+    ``TILES_LEAST_VALUES``); they index in 32 bits."""
+    return (index == np.int32 and nnz >= TILES_LEAST_VALUES
+            and ntasks * TILES_VALUES_A_PAIR <= nnz)
 
 
 def index_type(*sizes: int) -> np.dtype:
@@ -123,11 +143,10 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     c_values, zero_values = value_arrays(nnz, a_values.dtype)
     index = _index_type(a_values, b_values, a_offsets, b_offsets, task_a, c_offsets, nnz)
     last_shift = 1 if c_last is None else 0
-    kernel = _kernels.get_kernel(
-        _KERNELS, "bmsparse_multiply_values" if pairs is None else "bmsparse_multiply_records",
-        T=a_values.dtype, S=semiring.functor, I=index)
+    kernel, threads = _values_kernel(False, pairs, nnz, task_a.shape[0], index, nnz,
+                                     T=a_values.dtype, S=semiring.functor)
     # launched without the casts (20 arguments): the scalars made NumPy's here
-    _kernels.launch(kernel, nnz, (
+    _kernels.launch(kernel, threads, (
         *_pair_arguments(pairs, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
                          task_a, task_b),
         c_first, c_first if c_last is None else c_last, np.int64(last_shift), c_bitmaps,
@@ -135,6 +154,27 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
         np.int64(nnz), c_values, zero_values,
         np.uint64(0 if zero_flag is None else zero_flag.ptr)), block=_THREADS, cast=False)
     return c_values, zero_values
+
+
+def _values_kernel(csr: bool, pairs: PairBlocks | None, nnz: int, ntasks: int,
+                   index: np.dtype, threads: int, **types: Any) -> tuple[Any, int]:
+    """The kernel computing C's values, and the threads to launch: by the
+    tasks' indices (no ``pairs``), by tiles (:func:`by_tiles`) or by the
+    pairs' records, one thread per value (``threads``).
+
+    ``index`` is the type of the kernels' index arithmetic (``I`` of
+    multiply.cu, ``J`` of multiply_csr.cu); ``types`` the other parameters.
+    """
+    path, name = (_CSR_KERNELS, "bmsparse_multiply_csr") if csr else (_KERNELS,
+                                                                      "bmsparse_multiply")
+    arithmetic = {"J" if csr else "I": index}
+    if pairs is None:
+        return (_kernels.get_kernel(path, name if csr else name + "_values", **types,
+                                    **arithmetic), threads)
+    if by_tiles(nnz, ntasks, index):
+        return (_kernels.get_kernel(path, name + "_tiles", **types),
+                -(-nnz // TILE_VALUES) * _THREADS)
+    return _kernels.get_kernel(path, name + "_records", **types, **arithmetic), threads
 
 
 def _pair_arguments(pairs: PairBlocks | None, a_bitmaps: Any, a_offsets: Any, a_values: Any,
@@ -202,12 +242,13 @@ def multiply_csr(a_bitmaps: Any, a_offsets: Any, a_values: Any,
     indptr = cupy.empty(nrows + 1, dtype=index_dtype)
     indices = cupy.empty(nnz, dtype=index_dtype)
     data, zero_values = value_arrays(nnz, dtype)
-    kernel = _kernels.get_kernel(
-        _CSR_KERNELS, "bmsparse_multiply_csr" if pairs is None else "bmsparse_multiply_csr_records",
-        T=dtype, S=semiring.functor, I=index_dtype, J=_index_type(
-            a_values, b_values, a_offsets, b_offsets, task_a, c_offsets, max(nnz, nrows + 1)))
+    index = _index_type(a_values, b_values, a_offsets, b_offsets, task_a, c_offsets,
+                        max(nnz, nrows + 1))
+    kernel, threads = _values_kernel(True, pairs, nnz, task_a.shape[0], index,
+                                     max(nnz, nrows + 1), T=dtype, S=semiring.functor,
+                                     I=index_dtype)
     last_shift = 1 if c_last is None else 0
-    _kernels.launch(kernel, max(nnz, nrows + 1), (
+    _kernels.launch(kernel, threads, (
         *_pair_arguments(pairs, a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values,
                          task_a, task_b),
         c_first, c_first if c_last is None else c_last, np.int64(last_shift), c_bitmaps,

@@ -182,3 +182,46 @@ def test_csr_format_of_a_dtype_cupyx_cannot_hold():
         spgemm(a, a, format="csr")
     host = spgemm(a, a, format="csr", output="host", max_memory=10**9)
     assert_same_csr(host, scipy_product(a.to_scipy(), a.to_scipy()))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spgemm_path", ["tasks"], indirect=True)
+@pytest.mark.parametrize("format", ["bitmap", "csr"])
+@pytest.mark.parametrize("semiring", ["plus_times", "min_plus"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "complex64"])
+@pytest.mark.parametrize("m,k,n,density", [
+    (4000, 4000, 4000, 3e-4),   # blocks of one or two values: tiles of many chunks
+    (600, 600, 600, 0.05),      # full blocks: a tile holds 32
+    (1000, 700, 900, 0.01),
+])
+def test_tiles_give_the_bits_of_a_thread_per_value(m, k, n, density, dtype, semiring, format,
+                                                   spgemm_path, monkeypatch):
+    # multiply.by_tiles: the tiles kernels (bitmap and CSR order) against the
+    # records kernels, which sum in the same order
+    if semiring == "min_plus" and dtype == "complex64":
+        pytest.skip("min_plus takes no complex values")
+    if format == "csr" and dtype == "int64":
+        pytest.skip("cupyx.scipy.sparse holds no int64")
+    from tests.spgemm.test_stages import force_tiles, launched
+
+    a = BitmapMatrix(random_csr(m, k, density, seed=1, dtype=dtype)).to_device()
+    b = BitmapMatrix(random_csr(k, n, density, seed=2, dtype=dtype)).to_device()
+    out = []
+    for tiles in (False, True):
+        force_tiles(monkeypatch, tiles)
+        got, names = launched(monkeypatch, lambda: spgemm(a, b, semiring=semiring,
+                                                          format=format))
+        assert any("tiles" in name for name in names) == tiles, names
+        out.append(got.get())
+    by_values, by_tiles = out
+    if format == "csr":
+        for x, y in ((by_values.indptr, by_tiles.indptr), (by_values.indices, by_tiles.indices),
+                     (by_values.data, by_tiles.data)):
+            assert x.tobytes() == y.tobytes()
+    else:
+        for x, y in zip((by_values.keys, by_values.bitmaps, by_values.offsets, by_values.values),
+                        (by_tiles.keys, by_tiles.bitmaps, by_tiles.offsets, by_tiles.values)):
+            assert x.tobytes() == y.tobytes()
+    if semiring == "plus_times":
+        got = by_tiles if format == "csr" else by_tiles.to_scipy()
+        assert_same_csr(sp.csr_array(got), scipy_product(a.get().to_scipy(), b.get().to_scipy()))

@@ -676,6 +676,52 @@ def test_multiply_index_arithmetic_widths_agree(name, dtype, records, monkeypatc
     np.testing.assert_array_equal(narrow_nonzero, wide_nonzero)
 
 
+def force_tiles(monkeypatch, tiles: bool) -> None:
+    """Every product of records by the tiles kernels, or none."""
+    monkeypatch.setattr(multiply_mod, "TILES_LEAST_VALUES", 0 if tiles else 1 << 62)
+    monkeypatch.setattr(multiply_mod, "TILES_VALUES_A_PAIR", 0)
+
+
+def launched(monkeypatch, run):
+    """``run()`` and the names of the kernels it launched."""
+    from bmsparse import _kernels
+
+    names: list[str] = []
+    monkeypatch.setattr(_kernels, "launch_hook", lambda name, *_: names.append(name))
+    try:
+        return run(), names
+    finally:
+        monkeypatch.setattr(_kernels, "launch_hook", None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64", "complex64",
+                                   "complex128"])
+def test_multiply_by_tiles(name, dtype, monkeypatch):
+    import cupy
+
+    force_tiles(monkeypatch, True)
+    a, b, t = brute_inputs(name, dtype)
+    c_bitmaps, c_offsets = brute_count([int(x) for x in a.bitmaps],
+                                       [int(x) for x in b.bitmaps], t)
+    (c_values, c_nonzero), names = launched(monkeypatch, lambda: run_multiply(
+        cupy, a, b, t, c_bitmaps, c_offsets, records=True))
+    assert ("bmsparse_multiply_tiles" in " ".join(names)) == (c_offsets[-1] > 0), names
+    want_values, want_nonzero = brute_multiply(a, b, t, c_bitmaps)
+    assert_values(host(c_values), want_values)
+    assert [int(x) for x in host(c_nonzero)] == want_nonzero
+
+
+def test_by_tiles_takes_large_products_of_few_pairs_a_value():
+    many = multiply_mod.TILES_LEAST_VALUES
+    few_pairs = many // multiply_mod.TILES_VALUES_A_PAIR
+    assert multiply_mod.by_tiles(many, few_pairs, np.dtype(np.int32))
+    assert not multiply_mod.by_tiles(many, few_pairs + 1, np.dtype(np.int32))
+    assert not multiply_mod.by_tiles(many - 1, 0, np.dtype(np.int32))
+    assert not multiply_mod.by_tiles(many, few_pairs, np.dtype(np.int64))
+
+
 def test_multiply_index_type_is_32_bit_below_2_31():
     assert multiply_mod.index_type(0, 5, 1 << 30) == np.int32
     assert multiply_mod.index_type((1 << 31) - 10_000) == np.int32

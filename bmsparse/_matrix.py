@@ -13,6 +13,7 @@ from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
 from ._sputils import (SUPPORTED_DTYPES, check_cupyx_dtype, check_dtype, check_shape,
                        csr_from_arrays, get_array_module, gpu_module, operator_index, upcast)
+from ._ufuncs import ElementwiseFunctions, drop_zeros
 
 
 class _BlockArray:
@@ -50,7 +51,7 @@ class _BlockArray:
         obj._cache.clear()
 
 
-class BitmapMatrix:
+class BitmapMatrix(ElementwiseFunctions):
     """Sparse matrix in bitmap block format, on the host (NumPy) or a GPU (CuPy).
 
     A non-empty 8x8 block is a key ``block_row << 32 | block_col``, a bitmap
@@ -569,6 +570,29 @@ class BitmapMatrix:
             return
         _check_blocks(xp, self)
 
+    def eliminate_zeros(self) -> None:
+        """Drop the stored zeros (-0.0 too; NaN stays), in place, as scipy's.
+
+        The matrix gets new arrays through the attribute setters, so what it
+        derived from the old ones (row pointer, SpMV launches) is dropped; no
+        array is written in place, so a matrix that shares arrays with this
+        one (``astype(copy=False)``) keeps its entries, as does an ``A.T``
+        already used. A lazy ``A.T`` taken before and not yet used computes
+        its blocks from the new arrays. A pattern (bool) matrix stores no
+        False: nothing to drop.
+
+        Notes
+        -----
+        O(nblocks + nnz); one sync on the GPU (the sizes of the result).
+        Nothing is replaced when no stored zero is found.
+        """
+        if self.values is None:
+            return
+        blocks = drop_zeros(self.keys, self.bitmaps, self.offsets, self.values)
+        if blocks is not None:
+            # the values last: the count follows them
+            self.keys, self.bitmaps, self.offsets, self.values = blocks
+
     # --- conversions -------------------------------------------------------
 
     def get(self) -> BitmapMatrix:
@@ -653,6 +677,50 @@ class BitmapMatrix:
         if self.on_device:
             check_cupyx_dtype(self.dtype, "to_scipy() or astype()")
         return csr_from_arrays(self._xp(), *self._csr_arrays(), self.shape)
+
+    def tocsc(self) -> Any:
+        """CSC form in the same library: scipy ``csc_array`` or cupyx ``csc_matrix``.
+
+        Row indices come out sorted and without duplicates. Made from the
+        CSR form of ``A.T`` (the transpose's blocks are computed, once).
+        """
+        if self.on_device:
+            check_cupyx_dtype(self.dtype, "to_scipy().tocsc() or astype()")
+        out = self.T.tocsr().T  # the CSR arrays of A.T are A's CSC arrays
+        out.has_sorted_indices = True
+        return out
+
+    def asformat(self, format: str | None, copy: bool = False) -> Any:
+        """This matrix in ``format``, as scipy's ``asformat``.
+
+        Parameters
+        ----------
+        format : str or None
+            None or "bmp": this matrix (a copy with ``copy``); "csr", "csc",
+            "coo": :meth:`tocsr`, :meth:`tocsc`, :meth:`tocoo`; "array" or
+            "dense": :meth:`toarray`; on the host also scipy's other formats
+            ("bsr", "dia", "dok", "lil"), through :meth:`tocsr`.
+        copy : bool
+            For None and "bmp"; the other formats are new arrays anyway.
+
+        Raises
+        ------
+        ValueError
+            ``format`` is not one of these.
+        """
+        if format is None or format == self.format:
+            return self.copy() if copy else self
+        if format in ("csr", "csc", "coo"):
+            return getattr(self, "to" + format)()
+        if format in ("array", "dense"):
+            return self.toarray()
+        if format in ("bsr", "dia", "dok", "lil"):
+            if self.on_device:
+                raise ValueError(f"format {format!r} is not one cupyx.scipy.sparse converts "
+                                 "to; use A.get().asformat(format)")
+            return self.tocsr().asformat(format)
+        raise ValueError(f"format {format!r} is unknown; use one of None, 'bmp', 'csr', "
+                         "'csc', 'coo', 'bsr', 'dia', 'dok', 'lil', 'array', 'dense'")
 
     def _csr_arrays(self, values: bool = True) -> tuple[Any, Any, Any]:
         """indptr, indices, data; without ``values``, data of ones (bool)."""
@@ -1077,6 +1145,55 @@ class BitmapMatrix:
         """Smallest entry, or of each column (``axis=0``) or row (``axis=1``);
         see :meth:`max`."""
         return _extremes.extreme(self, _check_axis(axis), False, explicit)
+
+    def nanmax(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+        """Largest entry skipping NaN (``numpy.fmax``), or of each column or
+        row; see :meth:`max`. A line of only NaNs gives NaN, or 0 where it
+        misses an entry (and not ``explicit``), as scipy's."""
+        return _extremes.extreme(self, _check_axis(axis), True, explicit, skip_nan=True)
+
+    def nanmin(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+        """Smallest entry skipping NaN, or of each column or row; see :meth:`nanmax`."""
+        return _extremes.extreme(self, _check_axis(axis), False, explicit, skip_nan=True)
+
+    def argmax(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+        """Index of the largest entry (flat, row-major), or of each column's
+        (``axis=0``) or row's (``axis=1``), as scipy's.
+
+        Entries not stored are zeros, unless ``explicit``; ties go to the
+        first index. NaN is the largest wherever a line holds one, as in
+        ``numpy.argmax`` (scipy's picks a missing zero over it where the line
+        misses one).
+
+        Returns
+        -------
+        int or 1-D int64 array
+            For ``axis=None`` the flat index ``i * n + j``: a Python int on
+            the host (a 0-d CuPy array on the GPU, without a sync); per column
+            or row, the row or column indices (length n or m; 0 for a line
+            with nothing stored when ``explicit``), in the matrix's library.
+            With ``explicit`` and ``axis=None`` this is the flat index of the
+            stored entry (scipy 1.17 returns its place among the stored
+            entries instead).
+
+        Raises
+        ------
+        ValueError
+            ``axis`` is not None, 0, 1, -2 or -1; the matrix (``axis=None``)
+            or the reduced axis is empty; or nothing is stored, with
+            ``explicit`` and ``axis=None``.
+
+        Notes
+        -----
+        Two stable argsorts of the stored values, two scans and a binary
+        search per line; ``axis=0`` transposes the matrix first.
+        """
+        return _extremes.arg_extreme(self, _check_axis(axis), True, explicit)
+
+    def argmin(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+        """Index of the smallest entry, or of each column's or row's; see
+        :meth:`argmax` (NaN is the smallest wherever a line holds one)."""
+        return _extremes.arg_extreme(self, _check_axis(axis), False, explicit)
 
     def trace(self, offset: int = 0) -> Any:
         """Sum of the ``offset``-th diagonal (see :meth:`diagonal`), as NumPy sums it."""

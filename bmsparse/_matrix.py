@@ -508,6 +508,53 @@ class BitmapMatrix(ElementwiseFunctions):
         raise TypeError("!= is not defined for BitmapMatrix; count the differing entries of "
                         "two matrices with (A - B).count_nonzero()")
 
+    def __getitem__(self, key: Any) -> Any:
+        """``A[key]``, as scipy's ``csr_array`` indexes (see :mod:`bmsparse._indexing`).
+
+        Parameters
+        ----------
+        key : int, slice, int or bool array or list, Ellipsis, or a pair of these
+            A single key indexes rows; index arrays are on the matrix's side
+            (NumPy or CuPy; lists on both).
+
+        Returns
+        -------
+        scalar, 1-D array or BitmapMatrix
+            Two integers: a NumPy scalar of the matrix's dtype (on the GPU a
+            0-d CuPy array, without a sync). An integer with a slice or 1-D
+            array, or paired 1-D arrays: a dense 1-D array in the matrix's
+            library (scipy returns a 1-D ``coo_array``, or for paired arrays
+            an ndarray too). Otherwise a BitmapMatrix, stored zeros kept.
+
+        Raises
+        ------
+        IndexError
+            An index out of range, an unsupported key (``None``, floats), a
+            mask of the wrong length, or arrays that do not broadcast.
+        TypeError
+            A NumPy index array for a matrix on the GPU, or a CuPy one on the host.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from bmsparse import BitmapMatrix
+        >>> a = BitmapMatrix(np.array([[1.0, 0, 2], [0, 3, 0], [4, 0, 5]]))
+        >>> a[2, 0], a[1]
+        (np.float64(4.0), array([0., 3., 0.]))
+        >>> a[[2, 0], 1:].toarray()
+        array([[0., 5.],
+               [0., 2.]])
+        """
+        from ._indexing import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError("BitmapMatrix does not support item assignment: its structure is "
+                        "immutable; build a new matrix instead, e.g. s = A.to_scipy(); "
+                        "s[key] = value; A = BitmapMatrix(s), or by arithmetic (A + B, "
+                        "A.multiply(mask)) or from_coo")
+
     __hash__ = object.__hash__  # hashable by identity, as before
 
     def __repr__(self) -> str:

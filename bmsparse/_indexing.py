@@ -288,7 +288,7 @@ def _paired(a: Any, xp: Any, rows: Any, cols: Any, keep: bool) -> Any:
     dense array of that shape in the matrix's dtype, zeros where nothing is
     stored; with ``keep`` a BitmapMatrix of that (2-D) shape holding the
     stored ones, zeros included."""
-    values, present = _lookup(a, xp, rows.reshape(-1), cols.reshape(-1))
+    values, present = lookup(a, xp, rows.reshape(-1), cols.reshape(-1))
     if keep:
         at = xp.flatnonzero(present)
         r, c = xp.divmod(at, max(rows.shape[1], 1))
@@ -296,7 +296,7 @@ def _paired(a: Any, xp: Any, rows: Any, cols: Any, keep: bool) -> Any:
     return (present if values is None else values).reshape(rows.shape)
 
 
-def _lookup(a: Any, xp: Any, rows: Any, cols: Any) -> tuple[Any, Any]:
+def lookup(a: Any, xp: Any, rows: Any, cols: Any) -> tuple[Any, Any]:
     """Values (None for bool; zeros where nothing is stored) and presence
     (bool) of the elements ``(rows[p], cols[p])``, 1-D int64 in range: a
     binary search of the keys each."""

@@ -1289,9 +1289,10 @@ class BitmapMatrix(ElementwiseFunctions):
 
         Notes
         -----
-        A binary search of the keys per diagonal element; no sync.
+        A binary search of the keys per diagonal element (``_indexing``'s
+        lookup of elements); no sync.
         """
-        from ._format import bit_of, pack_keys
+        from ._indexing import lookup
 
         k = operator_index(k, "k")
         m, n = self.shape
@@ -1300,20 +1301,8 @@ class BitmapMatrix(ElementwiseFunctions):
         if length == 0:  # also a k beyond int64, as scipy allows
             return xp.zeros(0, dtype=self.dtype)
         rows = xp.arange(length, dtype=xp.int64) + max(-k, 0)
-        cols = rows + k
-        keys, bitmaps = self.keys, self.bitmaps
-        wanted = pack_keys(rows >> 3, cols >> 3)
-        pos = xp.minimum(xp.searchsorted(keys, wanted), self.nblocks).astype(xp.int64)
-        pad = xp.zeros(1, dtype=xp.uint64)
-        found = xp.concatenate([keys, pad])[pos] == wanted
-        bitmap = xp.where(found, xp.concatenate([bitmaps, pad])[pos], xp.uint64(0))
-        bit = bit_of(rows, cols).astype(xp.uint64)
-        present = ((bitmap >> bit) & xp.uint64(1)).astype(bool)
-        if self.values is None:
-            return present
-        index = self.offsets[pos] + popcount(bitmap & ((xp.uint64(1) << bit) - xp.uint64(1)))
-        values = xp.concatenate([self.values, xp.zeros(1, dtype=self.dtype)])
-        return values[xp.where(present, index, self.values.shape[0])]
+        values, present = lookup(self, xp, rows, rows + k)
+        return present if values is None else values
 
 
 def _check_blocks(xp: Any, m: BitmapMatrix) -> None:

@@ -703,17 +703,24 @@ class BitmapMatrix(ElementwiseFunctions):
         return self._xp().ones(self.nnz, dtype=bool) if self.values is None else self.values
 
     def tocoo(self) -> Any:
-        """COO form in the same library: scipy ``coo_array`` or cupyx ``coo_matrix``."""
+        """COO form in the same library: scipy ``coo_array`` or cupyx ``coo_matrix``.
+
+        Its arrays are its own (the values are copied): a matrix's arrays are
+        never written, and what it derives from them is kept.
+        """
         if self.on_device:
             check_cupyx_dtype(self.dtype, "get().tocoo() or astype()")
         rows, cols = self._coo_indices()
+        data = self._data()
+        if data is self.values:
+            data = data.copy()
         if self.on_device:
             import cupyx.scipy.sparse as csp
 
-            return csp.coo_matrix((self._data(), (rows, cols)), shape=self.shape)
+            return csp.coo_matrix((data, (rows, cols)), shape=self.shape)
         import scipy.sparse as sp
 
-        return sp.coo_array((self._data(), (rows, cols)), shape=self.shape)
+        return sp.coo_array((data, (rows, cols)), shape=self.shape)
 
     def tocsr(self) -> Any:
         """CSR form in the same library: scipy ``csr_array`` or cupyx ``csr_matrix``.
@@ -998,7 +1005,7 @@ class BitmapMatrix(ElementwiseFunctions):
     def _scale(self, alpha: Any) -> BitmapMatrix:
         """``alpha * self``: the structure is kept, zeros included (as scipy keeps it)."""
         xp = self._xp()
-        dtype = upcast(np.result_type(self.dtype, alpha))
+        dtype = upcast(self.dtype, alpha)
         if dtype == np.bool_:
             # a pattern matrix cannot store False: scaling by False empties it
             return self.copy() if alpha else BitmapMatrix.from_coo(

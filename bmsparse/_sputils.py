@@ -87,8 +87,25 @@ def check_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
 
 
 def upcast(*dtypes: Any) -> np.dtype:
-    """NumPy's promotion of ``dtypes``, checked against the supported ones."""
-    return check_dtype(np.result_type(*dtypes), "result dtype")
+    """NumPy's promotion of ``dtypes`` (dtypes, arrays or scalars), checked
+    against the supported ones; TypeError for a scalar NumPy has no dtype for
+    (a ``Fraction``, a ``Decimal``)."""
+    try:
+        dtype = np.result_type(*dtypes)
+    except TypeError:
+        bad = next((d for d in dtypes if not _has_dtype(d)), dtypes)
+        raise TypeError(f"{type(bad).__name__} {bad!r} has no NumPy dtype; use a Python or "
+                        "NumPy int, float or complex (e.g. float(x))") from None
+    return check_dtype(dtype, "result dtype")
+
+
+def _has_dtype(x: Any) -> bool:
+    """True when NumPy finds a dtype for ``x`` (a dtype, an array or a scalar)."""
+    try:
+        np.result_type(x)
+    except TypeError:
+        return False
+    return True
 
 
 def check_shape(shape: Any) -> tuple[int, int]:

@@ -308,7 +308,7 @@ def _with_scalar(a: BitmapMatrix, scalar: Any, name: str) -> BitmapMatrix:
         from scipy.sparse import SparseEfficiencyWarning
 
         warnings.warn(f"taking the {name} with {scalar!r} results in a dense matrix",
-                      SparseEfficiencyWarning, stacklevel=3)
+                      SparseEfficiencyWarning, stacklevel=4)  # (maximum, extremum, here)
         return BitmapMatrix.from_dense(op(a.toarray().astype(dtype, copy=False), value))
     values = op(a._data().astype(dtype, copy=False), value)
     if dtype == np.bool_:

@@ -552,3 +552,37 @@ def test_asformat_of_a_host_only_format_on_the_gpu_raises():
 
     with pytest.raises(ValueError, match=r"format 'lil' is not one cupyx.scipy.sparse converts"):
         ours(named("tall", "float64"), cupy).asformat("lil")
+
+
+@pytest.mark.parametrize("convert", [lambda m: m.tocoo(), lambda m: m.asformat("coo", copy=True)])
+def test_coo_arrays_are_their_own(convert, xp):
+    # the block arrays are never written: a COO form's values are a copy
+    a = named("wide", "float64")
+    m = ours(a, xp)
+    coo = convert(m)
+    coo.data[:] = 7
+    np.testing.assert_array_equal(host(m.toarray()), a.toarray())
+    assert float(m.sum()) == pytest.approx(a.sum())
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_dense_result_warning_points_at_the_caller(name):
+    m = BitmapMatrix(named("wide", "float64"))
+    with pytest.warns(SparseEfficiencyWarning) as caught:
+        getattr(m, name)(1 if name == "maximum" else -1)
+    assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("op", [
+    lambda m, s: m * s, lambda m, s: s * m, lambda m, s: m / s, lambda m, s: m.multiply(s),
+    lambda m, s: m.maximum(s), lambda m, s: m.minimum(s)])
+@pytest.mark.parametrize("scalar", ["fraction", "decimal"])
+def test_scalars_without_a_numpy_dtype_are_named(scalar, op):
+    from decimal import Decimal
+    from fractions import Fraction
+
+    s = Fraction(1, 2) if scalar == "fraction" else Decimal("0.5")
+    m = BitmapMatrix(named("wide", "float64"))
+    with pytest.raises(TypeError, match=f"{type(s).__name__} .* has no NumPy dtype; use a "
+                                        r"Python or NumPy int, float or complex"):
+        op(m, s)

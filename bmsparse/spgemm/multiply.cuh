@@ -253,7 +253,7 @@ __device__ __forceinline__ void multiply_value(
 // in the same order, but finds its block and bit in two shared loads: no
 // warp words, no nth_set_bit, no scattered loads of C's blocks. Products of
 // few pairs a value gain most (the surrogate 706 -> 580 us, H200; see
-// multiply.py's TILES_MOST_PAIRS for where it loses).
+// multiply.py's by_tiles for where it loses).
 #define BMSPARSE_TILE_THREADS 256
 #define BMSPARSE_TILE_VALUES (8 * BMSPARSE_TILE_THREADS)
 #define BMSPARSE_TILE_BLOCKS 256

@@ -215,7 +215,8 @@ def _part(item: Any, xp: Any, probe: Any, shape: tuple[int, int]) -> Any:
             arr = xp.asarray(arr)
     elif isinstance(item, np.ndarray) or type(item).__module__.startswith("cupy"):
         get_array_module(probe, item)  # (TypeError for a NumPy index of a GPU matrix)
-        arr = item
+        # (a numpy.matrix stays 2-D under reshape and indexing: a plain array)
+        arr = np.asarray(item) if isinstance(item, np.ndarray) else item
     else:
         try:
             return operator.index(item)
@@ -397,6 +398,10 @@ def _submatrix(a: Any, xp: Any, rows: Axis, cols: Axis) -> Any:
         picked = a
     elif isinstance(rows, range) and (rows.step == 1 or len(rows) == 1):
         picked = _row_range(a, xp, rows[0], rows[0] + len(rows))
+    elif isinstance(rows, range) and len(rows) > BLOCK * a.nblocks:
+        # more rows than could hold an entry (a reversed or strided range of a
+        # hypersparse matrix): each entry's row is mapped by arithmetic
+        picked = _stepped_rows(a, xp, rows)
     else:
         picked = _take_rows(a, xp, rows if not isinstance(rows, range) else _arange(xp, rows))
     return picked if all_cols else _take_columns(picked, xp, cols)
@@ -528,6 +533,16 @@ def _take_rows(a: Any, xp: Any, rows: Any) -> Any:
     return _blocks(a, xp, out_keys[first], total[ends] - before, starts, counts, shape)
 
 
+def _stepped_rows(a: Any, xp: Any, rows: range) -> Any:
+    """Rows ``rows`` (a range), all columns, from the entries: O(nnz), not
+    O(len(rows)); one sync on the GPU (the entries kept)."""
+    r, c = a._coo_indices()  # in value order
+    place, off = xp.divmod(r - rows.start, rows.step)
+    kept = xp.flatnonzero((off == 0) & (place >= 0) & (place < len(rows)))
+    values = None if a.values is None else a.values[kept]
+    return type(a).from_coo(place[kept], c[kept], values, (len(rows), a.shape[1]))
+
+
 def _take_columns(a: Any, xp: Any, cols: Axis) -> Any:
     """Columns ``cols`` (a range or 1-D int64 array, any order, repeats) of
     ``a``, all rows."""
@@ -547,10 +562,15 @@ def _take_columns(a: Any, xp: Any, cols: Axis) -> Any:
             kept = bitmaps[keep]
             out_keys = pack_keys(block_rows_of(keys[keep]), bc[keep] - (first >> BLOCK_SHIFT))
             return _blocks(a, xp, out_keys, kept, offsets[keep], popcount(kept), shape)
+    elif isinstance(cols, range):
+        # a longer step: the block columns it meets, by arithmetic (O(blocks),
+        # not O(len(cols))): the first column at or past a block's first
+        up = cols if cols.step > 0 else cols[::-1]
+        lo = bc.astype(xp.int64) << BLOCK_SHIFT
+        k = xp.maximum(-((up.start - lo) // up.step), 0)
+        keep = xp.flatnonzero((k < len(up)) & (up.start + k * up.step < lo + BLOCK))
     else:
-        wanted = _arange(xp, cols) if isinstance(cols, range) else cols
-        keep = xp.flatnonzero(_among(xp, bc, xp.unique(wanted >> BLOCK_SHIFT),
-                                     nblocks_along(n)))
+        keep = xp.flatnonzero(_among(xp, bc, xp.unique(cols >> BLOCK_SHIFT), nblocks_along(n)))
     # the blocks of the block columns wanted, expanded to their entries
     kept = bitmaps[keep]
     counts = popcount(kept)

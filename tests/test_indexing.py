@@ -465,3 +465,62 @@ def test_setitem_raises():
     with pytest.raises(TypeError, match=r"BitmapMatrix does not support item assignment: .*"
                                         r"to_scipy\(\)"):
         m[0, 0] = 1.0
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # numpy.matrix
+@pytest.mark.parametrize("key", [
+    (1, [[3, 4]]),
+    ([[1], [2]], [3, 4]),
+    ([[1], [2]], 3),
+    ([[0, 2]], [[1, 3]]),
+])
+def test_numpy_matrix_keys(key):
+    # a numpy.matrix stays 2-D under reshape: taken as its plain array, as scipy takes it
+    key = tuple(np.matrix(k) if isinstance(k, list) and isinstance(k[0], list) else k
+                for k in key)
+    a = sp.csr_array(np.arange(30.0).reshape(5, 6))
+    assert_same(ours(a, np)[key], a[key], np, a.dtype)  # (check's `on` would make arrays)
+
+
+@pytest.mark.parametrize("key", [
+    (slice(None, None, -3), slice(None)),
+    (slice(None, None, 2), slice(0, 20)),
+    (slice(60, 2, -7), slice(None, None, -9)),
+    (slice(None), slice(None, None, 11)),
+    (slice(3, None, 5), slice(50, 0, -13)),
+])
+def test_strided_ranges_of_few_blocks(key, xp):
+    # more rows selected than the blocks could hold (rows mapped entry by
+    # entry), and column steps past a block (block columns by arithmetic)
+    rng = np.random.default_rng(5)
+    rows, cols = rng.integers(0, 70, 6), rng.integers(0, 90, 6)
+    a = sp.csr_array(sp.coo_array((rng.standard_normal(6), (rows, cols)), shape=(70, 90)))
+    a.data[0] = 0.0  # a stored zero is kept
+    check(a, key, xp)
+
+
+@pytest.mark.parametrize("key,rows,cols", [
+    ((slice(None, None, -1), slice(None)), "reversed", "all"),
+    ((slice(None, None, 2), slice(0, 8)), "even", "first"),
+    ((slice(0, 8), slice(None, None, 9)), "first", "ninth"),
+    ((slice(None), slice(None, None, 9)), "all", "ninth"),
+])
+def test_strided_ranges_of_a_hypersparse_matrix(key, rows, cols, xp):
+    # O(entries) and O(blocks), not O(rows) or O(columns): 2^33 of each
+    n = 1 << 33
+    r = np.array([0, 18, n - 1])
+    c = np.array([0, 9, n - 2])
+    a = BitmapMatrix.from_coo(xp.asarray(r), xp.asarray(c), xp.asarray([1.0, 2.0, 3.0]),
+                              (n, n))
+    row_map = {"all": lambda i: i, "reversed": lambda i: n - 1 - i,
+               "even": lambda i: i // 2 if i % 2 == 0 else None,
+               "first": lambda i: i if i < 8 else None}[rows]
+    col_map = {"all": lambda j: j, "first": lambda j: j if j < 8 else None,
+               "ninth": lambda j: j // 9 if j % 9 == 0 else None}[cols]
+    want = {(row_map(i), col_map(j)): v for i, j, v in zip(r, c, [1.0, 2.0, 3.0])
+            if row_map(i) is not None and col_map(j) is not None}
+    got = a[key]
+    got_rows, got_cols = (host(x) for x in got._coo_indices())
+    assert dict(zip(zip(got_rows.tolist(), got_cols.tolist()),
+                    host(got.values).tolist())) == want
+    assert got.shape == (len(range(n)[key[0]]), len(range(n)[key[1]]))

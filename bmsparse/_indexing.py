@@ -1,7 +1,7 @@
 """Indexing of a BitmapMatrix, ``A[key]``, as scipy's ``csr_array`` indexes.
 
 Keys: integers (negative ones count from the end), slices (any step),
-integer arrays and lists (any order, repeats), boolean masks (of one axis,
+integer arrays, lists and ranges (any order, repeats), boolean masks (of one axis,
 or of the whole matrix), ``Ellipsis``, and tuples of two of these; a single
 key indexes rows. Index arrays are NumPy arrays for a matrix on the host
 and CuPy arrays for one on the GPU; lists are taken on both sides.
@@ -206,7 +206,7 @@ def _part(item: Any, xp: Any, probe: Any, shape: tuple[int, int]) -> Any:
         return operator.index(item)
     if getattr(item, "format", None) is not None and hasattr(item, "nonzero"):
         return _sparse_mask(item, xp, probe, shape)
-    if isinstance(item, (list, tuple)):
+    if isinstance(item, (list, tuple, range)):
         try:
             arr = np.asarray(item)
         except ValueError as exc:  # ragged

@@ -524,3 +524,11 @@ def test_strided_ranges_of_a_hypersparse_matrix(key, rows, cols, xp):
     assert dict(zip(zip(got_rows.tolist(), got_cols.tolist()),
                     host(got.values).tolist())) == want
     assert got.shape == (len(range(n)[key[0]]), len(range(n)[key[1]]))
+
+
+@pytest.mark.parametrize("key", [range(3), (range(3), 1), (range(4, 0, -2), range(1, 5, 3)),
+                                 (1, range(-1, -4, -1)), (slice(None), range(5, 0, -2))])
+def test_range_keys_act_as_index_arrays(key, xp):
+    # as scipy and NumPy take a range: its indices, negative ones from the end
+    a = sp.csr_array(np.arange(30.0).reshape(5, 6))
+    assert_same(ours(a, xp)[key], a[key], xp, a.dtype)

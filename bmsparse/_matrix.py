@@ -625,8 +625,9 @@ class BitmapMatrix(ElementwiseFunctions):
         array is written in place, so a matrix that shares arrays with this
         one (``astype(copy=False)``) keeps its entries, as does an ``A.T``
         already used. A lazy ``A.T`` taken before and not yet used computes
-        its blocks from the new arrays. A pattern (bool) matrix stores no
-        False: nothing to drop.
+        its blocks from the new arrays; but where A is itself a lazy
+        transpose (``A = X.T``), ``A.T`` is X, which keeps its entries. A
+        pattern (bool) matrix stores no False: nothing to drop.
 
         Notes
         -----

@@ -34,6 +34,7 @@ def assert_same_csr(got: sp.csr_array, want, rtol: float | None = None) -> None:
     want.sum_duplicates()
     want.sort_indices()
     assert got.shape == want.shape
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
     np.testing.assert_array_equal(got.indptr, want.indptr)
     np.testing.assert_array_equal(got.indices, want.indices)
     if got.dtype == np.bool_ or got.dtype.kind in "iu":

@@ -13,7 +13,7 @@ from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
 from ._sputils import (SUPPORTED_DTYPES, check_cupyx_dtype, check_dtype, check_shape,
                        csr_from_arrays, get_array_module, gpu_module, operator_index, upcast)
-from ._ufuncs import ElementwiseFunctions, drop_zeros
+from ._ufuncs import ElementwiseFunctions
 
 
 class _BlockArray:
@@ -631,13 +631,19 @@ class BitmapMatrix(ElementwiseFunctions):
 
         Notes
         -----
-        O(nblocks + nnz); one sync on the GPU (the sizes of the result).
+        SpGEMM's compaction (:func:`bmsparse.spgemm.compact.compact`), which
+        drops the entries of C that cancel: O(nblocks + nnz); on the GPU one
+        sync to learn whether a zero is stored, one more to size the result.
         Nothing is replaced when no stored zero is found.
         """
-        if self.values is None:
+        from .spgemm import compact
+
+        values = self.values
+        if values is None:
             return
-        blocks = drop_zeros(self.keys, self.bitmaps, self.offsets, self.values)
-        if blocks is not None:
+        zeros = (values == 0).sum(dtype=np.int64).reshape(1)
+        blocks = compact.compact(self.keys, self.bitmaps, self.offsets, values, None, zeros)
+        if blocks[3] is not values:
             # the values last: the count follows them
             self.keys, self.bitmaps, self.offsets, self.values = blocks
 

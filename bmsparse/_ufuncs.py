@@ -8,8 +8,6 @@
   entries that come out zero; with a scalar they keep this matrix's
   structure, less its zeros, or (a scalar that makes every absent entry
   nonzero) build the dense result with a ``SparseEfficiencyWarning``.
-- :func:`drop_zeros` finds the blocks of a matrix without its stored zeros
-  (``eliminate_zeros``).
 
 Everything is composed of array operations and the existing stages
 (:func:`bmsparse.elementwise.elementwise` merges the structures), so one
@@ -24,9 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _readback, convert
 from ._format import bit_of, pack_keys, popcount
-from ._primitives import exclusive_scan
 from ._sputils import SUPPORTED_DTYPES, get_array_module, operator_index, upcast
 
 if TYPE_CHECKING:
@@ -359,55 +355,3 @@ def _spread(a: BitmapMatrix, union: BitmapMatrix) -> Any:
     out = xp.zeros(union.nnz, dtype=a.dtype)
     out[place] = a.values
     return out
-
-
-def drop_zeros(keys: Any, bitmaps: Any, offsets: Any, values: Any) -> tuple[Any, ...] | None:
-    """The blocks without the stored zeros, or None when there are none.
-
-    Parameters
-    ----------
-    keys, bitmaps : uint64 [nblocks]
-    offsets : int64 [nblocks + 1]
-    values : [nnz]
-        Canonical blocks.
-
-    Returns
-    -------
-    (keys, bitmaps, offsets, values) or None
-        New arrays (the inputs are not written), canonical: blocks left
-        empty are gone.
-
-    Notes
-    -----
-    O(nblocks + nnz); two scans and one sync (the sizes of the result).
-    -0.0 is a zero; NaN is not.
-    """
-    xp = get_array_module(keys, bitmaps, offsets, values)
-    nnz = values.shape[0]
-    keep = values != 0
-    rows, cols = convert.bitmap_to_coo(keys, bitmaps, offsets, nnz)
-    one = xp.where(keep, xp.uint64(1) << bit_of(rows, cols).astype(xp.uint64), xp.uint64(0))
-    # the kept bits of a block are distinct, so their sum is their OR; a
-    # block's sum is a difference of prefix sums (modulo 2**64)
-    prefix = xp.zeros(nnz + 1, dtype=xp.uint64)
-    xp.cumsum(one, out=prefix[1:])
-    kept_bits = prefix[offsets[1:]] - prefix[offsets[:-1]]
-    nonempty = kept_bits != 0
-    values_before = exclusive_scan(xp, keep.astype(xp.int64))
-    blocks_before = exclusive_scan(xp, nonempty.astype(xp.int64))
-    # sync: the sizes of the result
-    kept, nblocks = _readback.read_ints((values_before, -1), (blocks_before, -1))
-    if kept == nnz:
-        return None
-    c_bitmaps = _compact(xp, kept_bits, nonempty, blocks_before, nblocks)
-    return (_compact(xp, keys, nonempty, blocks_before, nblocks), c_bitmaps,
-            exclusive_scan(xp, popcount(c_bitmaps)),
-            _compact(xp, values, keep, values_before, kept))
-
-
-def _compact(xp: Any, a: Any, mask: Any, before: Any, n: int) -> Any:
-    """``a[mask]`` (``n`` elements; ``before`` the exclusive scan of ``mask``)
-    by a scatter: a boolean index would read its size back again."""
-    out = xp.empty(n + 1, dtype=a.dtype)
-    out[xp.where(mask, before[:-1], n)] = a  # the dropped ones all land on out[n]
-    return out[:n]

@@ -301,29 +301,51 @@ def lookup(a: Any, xp: Any, rows: Any, cols: Any) -> tuple[Any, Any]:
     """Values (None for bool; zeros where nothing is stored) and presence
     (bool) of the elements ``(rows[p], cols[p])``, 1-D int64 in range: a
     binary search of the keys each."""
+    index, present = places(a, xp, rows, cols)
+    return _picked(a, xp, index, present), present
+
+
+def places(a: Any, xp: Any, rows: Any, cols: Any) -> tuple[Any, Any]:
+    """Where the elements ``(rows[p], cols[p])`` (1-D int64, in range) are
+    among ``a``'s values (int64, meaningful where present), and whether they
+    are stored (bool): a binary search of the keys each."""
     nblocks = a.nblocks
     if nblocks == 0:
-        present = xp.zeros(rows.shape, dtype=bool)
-        return (None if a.values is None else xp.zeros(rows.shape, dtype=a.dtype)), present
+        return xp.zeros(rows.shape, dtype=xp.int64), xp.zeros(rows.shape, dtype=bool)
     keys = a.keys
     wanted = pack_keys(rows >> BLOCK_SHIFT, cols >> BLOCK_SHIFT)
     # (a key past the last block is clipped onto it, and then not found)
     pos = xp.minimum(xp.searchsorted(keys, wanted), nblocks - 1)
     bitmap = xp.where(keys[pos] == wanted, a.bitmaps[pos], xp.uint64(0))
-    return _values_at(a, xp, pos, bitmap, bit_of(rows, cols))
+    return _places_at(a, xp, pos, bitmap, bit_of(rows, cols))
+
+
+def _places_at(a: Any, xp: Any, pos: Any, bitmap: Any, bit: Any) -> tuple[Any, Any]:
+    """Value index and presence of bit ``bit`` of blocks ``pos`` whose
+    bitmaps are ``bitmap`` (0 for a block not stored); arrays broadcast
+    together."""
+    bit = bit.astype(xp.uint64)
+    present = ((bitmap >> bit) & xp.uint64(1)).astype(bool)
+    index = a.offsets[pos] + popcount(bitmap & ((xp.uint64(1) << bit) - xp.uint64(1)))
+    return index, present
+
+
+def _picked(a: Any, xp: Any, index: Any, present: Any) -> Any:
+    """``a``'s values at ``index`` where ``present``, zeros elsewhere (None for bool)."""
+    if a.values is None:
+        return None
+    if a.values.shape[0] == 0:  # (nothing stored: no value to pick from)
+        return xp.zeros(present.shape, dtype=a.dtype)
+    picked = a.values[xp.where(present, index, 0)]
+    return xp.where(present, picked, xp.zeros((), dtype=a.dtype))
 
 
 def _values_at(a: Any, xp: Any, pos: Any, bitmap: Any, bit: Any) -> tuple[Any, Any]:
     """Values (None for bool) and presence of bit ``bit`` of blocks ``pos``
     whose bitmaps are ``bitmap`` (0 for a block not stored); arrays
     broadcast together."""
-    bit = bit.astype(xp.uint64)
-    present = ((bitmap >> bit) & xp.uint64(1)).astype(bool)
-    if a.values is None:
-        return None, present
-    index = a.offsets[pos] + popcount(bitmap & ((xp.uint64(1) << bit) - xp.uint64(1)))
-    picked = a.values[xp.where(present, index, 0)]
-    return xp.where(present, picked, xp.zeros((), dtype=a.dtype)), present
+    index, present = _places_at(a, xp, pos, bitmap, bit)
+    return _picked(a, xp, index, present), present
 
 
 def _row_line(a: Any, xp: Any, i: int, cols: range) -> Any:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._format import bit_of, pack_keys, popcount
 from ._sputils import SUPPORTED_DTYPES, get_array_module, operator_index, upcast
 
 if TYPE_CHECKING:
@@ -346,12 +345,10 @@ def _spread(a: BitmapMatrix, union: BitmapMatrix) -> Any:
     """``a``'s values at their places among the entries of ``union``, a
     pattern whose structure contains ``a``'s; zeros elsewhere (dtype of
     ``a``, [union.nnz])."""
+    from ._indexing import places
+
     xp = a._xp()
     rows, cols = a._coo_indices()  # in value order
-    block = xp.searchsorted(union.keys, pack_keys(rows >> 3, cols >> 3))
-    bit = bit_of(rows, cols).astype(xp.uint64)
-    below = (xp.uint64(1) << bit) - xp.uint64(1)
-    place = union.offsets[block] + popcount(union.bitmaps[block] & below)
     out = xp.zeros(union.nnz, dtype=a.dtype)
-    out[place] = a.values
+    out[places(union, xp, rows, cols)[0]] = a.values
     return out

@@ -125,6 +125,17 @@ def _power_of_ten(n: int) -> float:
     return out
 
 
+def _function(name: str, note: str = "") -> Any:
+    """The method ``A.<name>()``: :func:`apply` of ``numpy.<name>``."""
+
+    def method(self: BitmapMatrix) -> BitmapMatrix:
+        return apply(self, name)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Element-wise ``numpy.{name}`` of the stored values{note}."
+    return method
+
+
 class ElementwiseFunctions:
     """The element-wise functions of :class:`~bmsparse.BitmapMatrix` that act
     on the stored values only (``f(0) == 0``), as scipy's sparse arrays have them.
@@ -142,78 +153,24 @@ class ElementwiseFunctions:
     for scipy; CuPy does not.
     """
 
-    def sqrt(self) -> BitmapMatrix:
-        """Element-wise ``numpy.sqrt`` of the stored values."""
-        return apply(self, "sqrt")
-
-    def sin(self) -> BitmapMatrix:
-        """Element-wise ``numpy.sin`` of the stored values."""
-        return apply(self, "sin")
-
-    def tan(self) -> BitmapMatrix:
-        """Element-wise ``numpy.tan`` of the stored values."""
-        return apply(self, "tan")
-
-    def arcsin(self) -> BitmapMatrix:
-        """Element-wise ``numpy.arcsin`` of the stored values."""
-        return apply(self, "arcsin")
-
-    def arcsinh(self) -> BitmapMatrix:
-        """Element-wise ``numpy.arcsinh`` of the stored values."""
-        return apply(self, "arcsinh")
-
-    def arctan(self) -> BitmapMatrix:
-        """Element-wise ``numpy.arctan`` of the stored values."""
-        return apply(self, "arctan")
-
-    def arctanh(self) -> BitmapMatrix:
-        """Element-wise ``numpy.arctanh`` of the stored values."""
-        return apply(self, "arctanh")
-
-    def sinh(self) -> BitmapMatrix:
-        """Element-wise ``numpy.sinh`` of the stored values."""
-        return apply(self, "sinh")
-
-    def tanh(self) -> BitmapMatrix:
-        """Element-wise ``numpy.tanh`` of the stored values."""
-        return apply(self, "tanh")
-
-    def expm1(self) -> BitmapMatrix:
-        """Element-wise ``numpy.expm1`` of the stored values."""
-        return apply(self, "expm1")
-
-    def log1p(self) -> BitmapMatrix:
-        """Element-wise ``numpy.log1p`` of the stored values."""
-        return apply(self, "log1p")
-
-    def deg2rad(self) -> BitmapMatrix:
-        """Element-wise ``numpy.deg2rad`` of the stored values (real dtypes only)."""
-        return apply(self, "deg2rad")
-
-    def rad2deg(self) -> BitmapMatrix:
-        """Element-wise ``numpy.rad2deg`` of the stored values (real dtypes only)."""
-        return apply(self, "rad2deg")
-
-    def floor(self) -> BitmapMatrix:
-        """Element-wise ``numpy.floor`` of the stored values (real dtypes only)."""
-        return apply(self, "floor")
-
-    def ceil(self) -> BitmapMatrix:
-        """Element-wise ``numpy.ceil`` of the stored values (real dtypes only)."""
-        return apply(self, "ceil")
-
-    def trunc(self) -> BitmapMatrix:
-        """Element-wise ``numpy.trunc`` of the stored values (real dtypes only)."""
-        return apply(self, "trunc")
-
-    def rint(self) -> BitmapMatrix:
-        """Element-wise ``numpy.rint`` of the stored values."""
-        return apply(self, "rint")
-
-    def sign(self) -> BitmapMatrix:
-        """Element-wise ``numpy.sign`` of the stored values (``z / |z|`` for
-        complex values; not for bool)."""
-        return apply(self, "sign")
+    sqrt = _function("sqrt")
+    sin = _function("sin")
+    tan = _function("tan")
+    arcsin = _function("arcsin")
+    arcsinh = _function("arcsinh")
+    arctan = _function("arctan")
+    arctanh = _function("arctanh")
+    sinh = _function("sinh")
+    tanh = _function("tanh")
+    expm1 = _function("expm1")
+    log1p = _function("log1p")
+    deg2rad = _function("deg2rad", " (real dtypes only)")
+    rad2deg = _function("rad2deg", " (real dtypes only)")
+    floor = _function("floor", " (real dtypes only)")
+    ceil = _function("ceil", " (real dtypes only)")
+    trunc = _function("trunc", " (real dtypes only)")
+    rint = _function("rint")
+    sign = _function("sign", " (``z / |z|`` for complex values; not for bool)")
 
     def __round__(self, ndigits: int | None = None) -> BitmapMatrix:
         """``round(A, ndigits)``: ``numpy.around`` of the stored values, as scipy's.

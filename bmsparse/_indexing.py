@@ -599,7 +599,7 @@ def _take_columns(a: Any, xp: Any, cols: Axis) -> Any:
     kept_offsets = exclusive_scan(xp, counts)
     nnz = _readback.read_last(kept_offsets)  # sync: the entries' count
     rows, ecols = convert.bitmap_to_coo(keys[keep], kept, kept_offsets, nnz)
-    value_at = _ranges(xp, offsets[keep], counts)[1]
+    value_at = _ranges(xp, offsets[keep], counts, nnz)[1]
     if isinstance(cols, range):
         # a column's place in a range is arithmetic (and unique)
         step = cols.step if len(cols) > 1 else 1
@@ -630,16 +630,17 @@ def _among(xp: Any, x: Any, sorted_set: Any, bound: int) -> Any:
     return sorted_set[at] == x
 
 
-def _ranges(xp: Any, starts: Any, counts: Any) -> tuple[Any, Any]:
+def _ranges(xp: Any, starts: Any, counts: Any, total: int | None = None) -> tuple[Any, Any]:
     """Every index of the ranges ``[starts[p], starts[p] + counts[p])`` in
     turn, with its range ``p`` (int64 arrays): (p, index). O(total + ranges);
-    one sync on the GPU (the total)."""
+    one sync on the GPU (the total, unless the caller knows it)."""
     if counts.shape[0] == 0:
         empty = xp.zeros(0, dtype=xp.int64)
         return empty, empty
     counts = counts.astype(xp.int64, copy=False)
     ends = xp.cumsum(counts)
-    total = _readback.read_last(ends)  # sync: the output's size
+    if total is None:
+        total = _readback.read_last(ends)  # sync: the output's size
     firsts = ends - counts
     # the range of place e is the last to start at or before e: one less than
     # the number of ranges starting there (empty ones included, which come

@@ -713,6 +713,19 @@ def test_multiply_by_tiles(name, dtype, monkeypatch):
     assert [int(x) for x in host(c_nonzero)] == want_nonzero
 
 
+def test_tile_values_are_the_kernels():
+    # the launch's grid (multiply.py) and the kernel's tile (multiply.cuh) agree
+    import re
+    from pathlib import Path
+
+    source = (Path(multiply_mod.__file__).parent / "multiply.cuh").read_text()
+    threads = int(re.search(r"#define BMSPARSE_TILE_THREADS (\d+)", source).group(1))
+    per_thread = int(re.search(r"#define BMSPARSE_TILE_VALUES \((\d+) \* BMSPARSE_TILE_THREADS\)",
+                               source).group(1))
+    assert multiply_mod._THREADS == threads
+    assert multiply_mod.TILE_VALUES == per_thread * threads
+
+
 def test_by_tiles_takes_large_products_of_few_pairs_a_value():
     many = multiply_mod.TILES_LEAST_VALUES
     few_pairs = many // multiply_mod.TILES_VALUES_A_PAIR

@@ -21,10 +21,11 @@
 //                                      empty products)
 //   long long a_offsets[a_nblocks + 1], b_offsets[b_nblocks + 1] - value
 //                                      offsets of A's and B's blocks, or null
-//   u64       pair_bitmaps[ntasks][2], int pair_offsets[ntasks][2] - out, or
+//   u64       pair_bitmaps[ntasks][2], pair_columns[ntasks][2] - out, or
 //                                      null (then the offsets are null too): each
-//                                      task's (A's, B's) bitmap and offset (below
-//                                      2^31, see count.records_fit), the multiply's
+//                                      task's (A's, B's) bitmap, then B's bitmap
+//                                      transposed and the two offsets as int[2]
+//                                      (below 2^31, see count.records_fit), the multiply's
 //                                      PairRecords (multiply.cuh), so that the
 //                                      multiply reads a pair in one step; not
 //                                      written for a block the mask leaves empty
@@ -72,7 +73,7 @@ struct RecordsOut {
     const long long* __restrict__ a_offsets;
     const long long* __restrict__ b_offsets;
     ulonglong2* __restrict__ bitmaps;
-    int2* __restrict__ offsets;
+    ulonglong2* __restrict__ columns;
 };
 
 // the Boolean product of task t's blocks, writing the task's record where
@@ -86,7 +87,9 @@ __device__ __forceinline__ u64 task_product(
     const u64 a = a_bitmaps[ia], b = b_bitmaps[ib];
     if (records.bitmaps) {
         records.bitmaps[t] = make_ulonglong2(a, b);
-        records.offsets[t] = make_int2((int)records.a_offsets[ia], (int)records.b_offsets[ib]);
+        records.columns[t] = make_ulonglong2(
+            transpose_bitmap(b), (u64)(unsigned int)records.a_offsets[ia]
+                                     | (u64)(unsigned int)records.b_offsets[ib] << 32);
     }
     return bool_product(a, b);
 }
@@ -151,7 +154,7 @@ extern "C" __global__ void bmsparse_count_bitmaps(
     const long long* __restrict__ c_ptr, long long c_nblocks, long long shift,
     u64* __restrict__ c_bitmaps, long long* __restrict__ c_sizes,
     const long long* __restrict__ a_offsets, const long long* __restrict__ b_offsets,
-    ulonglong2* __restrict__ pair_bitmaps, int2* __restrict__ pair_offsets,
+    ulonglong2* __restrict__ pair_bitmaps, ulonglong2* __restrict__ pair_columns,
     const long long* __restrict__ listed)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -161,7 +164,7 @@ extern "C" __global__ void bmsparse_count_bitmaps(
         return;
     }
     const u64 bitmap = or_of_products(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr[q], c_ptr[q + 1],
-                                      {a_offsets, b_offsets, pair_bitmaps, pair_offsets});
+                                      {a_offsets, b_offsets, pair_bitmaps, pair_columns});
     store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);
 }
 
@@ -217,7 +220,7 @@ extern "C" __global__ void bmsparse_count_tasks(
     const long long* __restrict__ c_ptr, long long c_nblocks, long long shift,
     u64* __restrict__ c_bitmaps, long long* __restrict__ c_sizes,
     const long long* __restrict__ a_offsets, const long long* __restrict__ b_offsets,
-    ulonglong2* __restrict__ pair_bitmaps, int2* __restrict__ pair_offsets,
+    ulonglong2* __restrict__ pair_bitmaps, ulonglong2* __restrict__ pair_columns,
     const long long* __restrict__ listed, long long* __restrict__ total)
 {
     __shared__ BlockTotal block;
@@ -227,7 +230,7 @@ extern "C" __global__ void bmsparse_count_tasks(
     u64 bitmap;
     long long item = 0;
     if (count_task(t, a_bitmaps, b_bitmaps, task_a, task_b, task_block, ntasks, c_ptr,
-                   {a_offsets, b_offsets, pair_bitmaps, pair_offsets}, q, bitmap))
+                   {a_offsets, b_offsets, pair_bitmaps, pair_columns}, q, bitmap))
         item = store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);
     // past the list's blocks (tasks.tasks(sized=False)): empty, size 0
     if (listed && t < c_nblocks && t >= *listed) store_bitmap(t, 0ull, shift, c_bitmaps, c_sizes);
@@ -240,7 +243,7 @@ extern "C" __global__ void bmsparse_count_masked_bitmaps(
     const long long* __restrict__ c_ptr, const u64* __restrict__ c_allowed, long long c_nblocks,
     long long shift, u64* __restrict__ c_bitmaps, long long* __restrict__ c_sizes,
     const long long* __restrict__ a_offsets, const long long* __restrict__ b_offsets,
-    ulonglong2* __restrict__ pair_bitmaps, int2* __restrict__ pair_offsets)
+    ulonglong2* __restrict__ pair_bitmaps, ulonglong2* __restrict__ pair_columns)
 {
     long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (q >= c_nblocks) return;
@@ -248,7 +251,7 @@ extern "C" __global__ void bmsparse_count_masked_bitmaps(
     // a block the mask leaves empty is dropped: its records are never read
     const u64 bitmap = allowed ? or_of_products(a_bitmaps, b_bitmaps, task_a, task_b, c_ptr[q],
                                                 c_ptr[q + 1], {a_offsets, b_offsets,
-                                                               pair_bitmaps, pair_offsets})
+                                                               pair_bitmaps, pair_columns})
                                      & allowed
                                : 0;
     store_bitmap(q, bitmap, shift, c_bitmaps, c_sizes);

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import _kernels, _readback
-from .._format import BLOCK, popcount
+from .._format import BLOCK, popcount, transpose_bitmaps
 from .._primitives import exclusive_scan
 from .._sputils import get_array_module
 
@@ -34,13 +34,20 @@ class PairBlocks(NamedTuple):
 
     bitmaps : uint64 [ntasks, 2]
         A's and B's block bitmap of each task.
-    offsets : int32 [ntasks, 2]
-        Their value offsets (operands of fewer than :data:`MAX_RECORD_VALUES`
-        values: see :func:`records_fit`).
+    columns : uint64 [ntasks, 2]
+        B's bitmap transposed (a column of B's block is a row of it), then
+        the two blocks' value offsets as int32 [2], A's first (operands of
+        fewer than :data:`MAX_RECORD_VALUES` values: see :func:`records_fit`).
     """
 
     bitmaps: Any
-    offsets: Any
+    columns: Any
+
+    @property
+    def offsets(self) -> Any:
+        """A's and B's value offset of each task (int32 [ntasks, 2], a copy)."""
+        xp = get_array_module(self.columns)
+        return xp.ascontiguousarray(self.columns[:, 1]).view(np.int32).reshape(-1, 2)
 
 
 #: operands with this many values or more have offsets beyond int32: their
@@ -55,14 +62,15 @@ def records_fit(a_nnz: int, b_nnz: int) -> bool:
 
 
 def pair_blocks(a_bitmaps: Any, a_offsets: Any, b_bitmaps: Any, b_offsets: Any, task_a: Any,
-                task_b: Any, offset_dtype: Any = np.int32) -> PairBlocks:
+                task_b: Any) -> PairBlocks:
     """:class:`PairBlocks` of the tasks ``(task_a, task_b)`` (int64 [ntasks]),
-    gathered: what ``count.cu`` writes on the GPU (the host's multiply takes
-    them with int64 offsets too)."""
+    gathered: what ``count.cu`` writes on the GPU. The offsets must
+    :func:`records_fit`."""
     xp = get_array_module(a_bitmaps, b_bitmaps, task_a, task_b)
-    offsets = xp.stack((a_offsets[task_a], b_offsets[task_b]), axis=1)
-    return PairBlocks(xp.stack((a_bitmaps[task_a], b_bitmaps[task_b]), axis=1),
-                      offsets.astype(offset_dtype, copy=False))
+    b_of_task = b_bitmaps[task_b]
+    offsets = xp.stack((a_offsets[task_a], b_offsets[task_b]), axis=1).astype(np.int32)
+    columns = xp.stack((transpose_bitmaps(b_of_task), offsets.view(np.uint64)[:, 0]), axis=1)
+    return PairBlocks(xp.stack((a_bitmaps[task_a], b_of_task), axis=1), columns)
 
 
 class Counts(NamedTuple):
@@ -197,7 +205,7 @@ def _records(ntasks: int, offsets: tuple[Any, Any] | None) -> tuple[PairBlocks |
         null = _kernels.NULL
         return None, (null, null, null, null)
     pairs = PairBlocks(*_kernels.device_arrays(((ntasks, 2), np.uint64),
-                                               ((ntasks, 2), np.int32)))
+                                               ((ntasks, 2), np.uint64)))
     return pairs, (*offsets, *pairs)
 
 

@@ -54,7 +54,8 @@
 // blocks (multiply.cuh's PairRecords, written by count.cu) instead of
 // a_bitmaps .. task_b:
 //   u64       pair_bitmaps[ntasks][2] - (A's, B's) bitmap of each pair
-//   int       pair_offsets[ntasks][2] - (A's, B's) value offset
+//   u64       pair_columns[ntasks][2] - B's bitmap transposed, and the two value
+//                                      offsets as int[2] (A's, B's)
 // I: the type of the index arithmetic (int when every index and size, the
 // grid's threads included, fits in 31 bits; see multiply.cuh).
 // Launch: one thread per output value, 1-D grid, blocks of a multiple of 32.
@@ -97,10 +98,10 @@ __global__ void bmsparse_multiply_values(
 
 template <typename T, typename S, typename I>
 __global__ void bmsparse_multiply_records(
-    const ulonglong2* __restrict__ pair_bitmaps, const int2* __restrict__ pair_offsets,
+    const ulonglong2* __restrict__ pair_bitmaps, const ulonglong2* __restrict__ pair_columns,
     const T* __restrict__ a_values, const T* __restrict__ b_values, BMSPARSE_MULTIPLY_ARGS)
 {
-    BMSPARSE_MULTIPLY_VALUE((PairRecords{pair_bitmaps, pair_offsets}));
+    BMSPARSE_MULTIPLY_VALUE((PairRecords{pair_bitmaps, pair_columns}));
 }
 
 // bmsparse_multiply_tiles: the same values as bmsparse_multiply_records, by
@@ -109,11 +110,11 @@ __global__ void bmsparse_multiply_records(
 // Launch: ceil(c_nnz / BMSPARSE_TILE_VALUES) blocks of BMSPARSE_TILE_THREADS.
 template <typename T, typename S>
 __global__ void __launch_bounds__(BMSPARSE_TILE_THREADS, 8) bmsparse_multiply_tiles(
-    const ulonglong2* __restrict__ pair_bitmaps, const int2* __restrict__ pair_offsets,
+    const ulonglong2* __restrict__ pair_bitmaps, const ulonglong2* __restrict__ pair_columns,
     const T* __restrict__ a_values, const T* __restrict__ b_values, BMSPARSE_MULTIPLY_ARGS)
 {
     __shared__ TileBlocks tile;
-    multiply_tile<T, S>(PairRecords{pair_bitmaps, pair_offsets}, a_values, b_values, c_first,
+    multiply_tile<T, S>(PairRecords{pair_bitmaps, pair_columns}, a_values, b_values, c_first,
                         c_last, last_shift, c_bitmaps, c_offsets, c_nblocks, warp_block, c_nnz,
                         BitmapOrder<T>{c_values}, zero_values, zero_flag, tile);
 }

@@ -64,34 +64,41 @@ __device__ __forceinline__ I offset_of(I offset) { return offset; }
 
 // the terms of one pair for value (r, c), added to acc in ascending inner
 // index: row r of A's block (bitmap a_bm, value offset a_off; `above` masks
-// the rows above r) against column c of B's block (b_bm, b_off); offsets
-// given as pointers are read only when the pair has terms. go_on: go past
-// the test for terms (true only where it makes no difference, to keep the
-// offsets' loads ahead of the test, see multiply_value)
-template <typename T, typename S, typename I, typename Off>
-__device__ __forceinline__ void add_pair_terms(T& acc, int r, int c, u64 above, u64 a_bm,
-                                               Off a_off, const T* __restrict__ a_values,
-                                               u64 b_bm, Off b_off,
-                                               const T* __restrict__ b_values,
-                                               bool go_on = false)
+// the rows above r) against column c of B's block (b_bm, b_off); `terms` is
+// row r of A's block AND column c of B's, not empty
+template <typename T, typename S, typename I>
+__device__ __forceinline__ void add_terms(T& acc, int r, int c, u64 above, unsigned int terms,
+                                          u64 a_bm, I a_off, const T* __restrict__ a_values,
+                                          u64 b_bm, I b_off, const T* __restrict__ b_values)
 {
-    const unsigned int a_row = row_bits(a_bm, r);
-    unsigned int terms = a_row & col_bits(b_bm, c);
-    if (!terms && !go_on) return;  // go_on: the loop below finds no term either
     if constexpr (!S::reads_values) {
         for (; terms; terms &= terms - 1u) acc = S::add(acc, T(1));
         return;
     }
-    // row r of A's block is a run of its values: entry (r, t) is the
-    // run's value number popc(a_row below t)
-    const I before = (I)__popcll(a_bm & above);
-    const T* a_val = a_values + (offset_of<I>(a_off) + before);
-    const T* b_val = b_values + offset_of<I>(b_off);
+    // row r of A's block is a run of its values: entry (r, t) is the run's
+    // value number popc(row r below t)
+    const unsigned int a_row = row_bits(a_bm, r);
+    const T* a_val = a_values + (a_off + (I)__popcll(a_bm & above));
+    const T* b_val = b_values + b_off;
     for (; terms; terms &= terms - 1u) {
         const int t = __ffs(terms) - 1;
         acc = S::add(acc, S::mul(a_val[__popc(a_row & ((1u << t) - 1u))],
                                  b_val[value_index(b_bm, bit_of(t, c))]));
     }
+}
+
+// add_terms for a pair given by its blocks, which it tests for terms first;
+// offsets given as pointers are read only when the pair has terms
+template <typename T, typename S, typename I, typename Off>
+__device__ __forceinline__ void add_pair_terms(T& acc, int r, int c, u64 above, u64 a_bm,
+                                               Off a_off, const T* __restrict__ a_values,
+                                               u64 b_bm, Off b_off,
+                                               const T* __restrict__ b_values)
+{
+    const unsigned int terms = row_bits(a_bm, r) & col_bits(b_bm, c);
+    if (terms)
+        add_terms<T, S, I>(acc, r, c, above, terms, a_bm, offset_of<I>(a_off), a_values, b_bm,
+                           offset_of<I>(b_off), b_values);
 }
 
 // A pair as the indices of its two blocks (task_a, task_b): a pair's blocks
@@ -109,12 +116,37 @@ struct PairsByIndex {
 // A pair as the bitmaps and value offsets of its two blocks, written where
 // the blocks were read already (count.cu): one step of loads. The multiply
 // waits on its chain of loads (a step is a round trip to L2 or memory), and
-// this step is paid once per pair.
+// this step is paid once per pair. B's bitmap comes transposed too, in the
+// same 16 bytes as the offsets, so that a column of B's block is a row of
+// the transpose: col_bits took 8 of the tiles kernel's 34 instructions a
+// pair (ncu, surrogate). With the tiles' warp per block below, the
+// surrogate's multiply stage 0.571 -> 0.543 ms and its count 0.210 -> 0.218
+// (H200, session 43).
 struct PairRecords {
     static constexpr bool records = true;
     const ulonglong2* __restrict__ bitmaps;    // (A's, B's) of each pair
-    const int2* __restrict__ offsets;          // (A's, B's), below 2^31
+    const ulonglong2* __restrict__ columns;    // (B's transposed, offsets: A's in the
+                                               // low 32 bits, B's in the high; below 2^31)
 };
+
+// the terms of value (r, c) of the pairs [p, p1), given as records
+template <typename T, typename S, typename I>
+__device__ __forceinline__ void add_record_terms(T& acc, int r, int c, I p, I p1,
+                                                 const PairRecords& pairs,
+                                                 const T* __restrict__ a_values,
+                                                 const T* __restrict__ b_values)
+{
+    for (; p < p1; ++p) {
+        const ulonglong2 bm = __ldcs(pairs.bitmaps + p);
+        const ulonglong2 columns = __ldcs(pairs.columns + p);
+        const unsigned int terms = row_bits(bm.x, r) & row_bits(columns.x, c);
+        // (the rows above r made here: kept across the loop, they spilled)
+        if (terms)
+            add_terms<T, S, I>(acc, r, c, (1ull << (r << 3)) - 1ull, terms, bm.x,
+                               (I)(unsigned int)columns.y,
+                               a_values, bm.y, (I)(unsigned int)(columns.y >> 32), b_values);
+    }
+}
 
 // the value kernels' arguments after the pairs that say where C's blocks
 // and values lie (multiply.cu, multiply_csr.cu)
@@ -192,18 +224,7 @@ __device__ __forceinline__ void multiply_value(
     const I p1 = (I)__ldcs(c_last + q + (I)last_shift);
     I p = (I)__ldcs(c_first + q);
     if constexpr (Pairs::records) {
-        for (; p < p1; ++p) {
-            const ulonglong2 bm = __ldcs(pairs.bitmaps + p);
-            int2 off = {0, 0};
-            if constexpr (S::reads_values) off = __ldcs(pairs.offsets + p);
-            // the offsets take part in the test for terms (offsets are never
-            // negative, and a pair without terms adds nothing anyway), so
-            // that their load goes out with the bitmaps': else the compiler
-            // moves it into the branch that adds the terms, after the
-            // bitmaps' round trip, one more step on the chain
-            add_pair_terms<T, S, I>(acc, r, c, above, bm.x, (I)off.x, a_values, bm.y,
-                                    (I)off.y, b_values, (off.x | off.y) < 0);
-        }
+        add_record_terms<T, S, I>(acc, r, c, p, p1, pairs, a_values, b_values);
     } else if constexpr (AHEAD) {
         const auto& [a_bitmaps, a_offsets, b_bitmaps, b_offsets, task_a, task_b] = pairs;
         // in hand while pair p's terms are added: its blocks, and the
@@ -247,23 +268,30 @@ __device__ __forceinline__ void multiply_value(
 
 // The multiply by tiles: a thread block takes TILE_VALUES consecutive values
 // of C, loads the bitmaps, value offsets and pair runs of their output blocks
-// once (coalesced, TILE_BLOCKS at a time) into shared memory, and a thread
-// per row of a block writes the (block, bit) of each of the row's values
-// into the tile's slots. A thread per value then sums as multiply_value does,
-// in the same order, but finds its block and bit in two shared loads: no
-// warp words, no nth_set_bit, no scattered loads of C's blocks. Products of
-// few pairs a value gain most (the surrogate 706 -> 580 us, H200; see
-// multiply.py's by_tiles for where it loses).
+// once (coalesced, TILE_BLOCKS at a time) into shared memory, and a warp per
+// block writes the (block, bit) of each of its values into the tile's slots,
+// a lane per bit. A thread per value then sums as multiply_value does, in the
+// same order, but finds its block and bit in two shared loads: no warp
+// words, no nth_set_bit, no scattered loads of C's blocks. Products of few
+// pairs a value gain most (the surrogate 706 -> 580 us, H200; see
+// multiply.py's by_tiles for where it loses). A thread per block row writing
+// its row's slots in a loop took 13% of the instructions, its lanes waiting
+// on the longest row (ncu, session 43).
 #define BMSPARSE_TILE_THREADS 256
 #define BMSPARSE_TILE_VALUES (8 * BMSPARSE_TILE_THREADS)
 #define BMSPARSE_TILE_BLOCKS 256
+// slots before and after the tile's: a block may start up to 63 values
+// before the tile or end up to 64 after it, and its slots are written
+// without a test
+#define BMSPARSE_TILE_MARGIN 64
 
 struct TileBlocks {
     u64 bitmaps[BMSPARSE_TILE_BLOCKS];
     int offsets[BMSPARSE_TILE_BLOCKS + 1];  // value offset less the tile's first value
     int first[BMSPARSE_TILE_BLOCKS];        // pair run
     int last[BMSPARSE_TILE_BLOCKS];
-    int slots[BMSPARSE_TILE_VALUES];        // (block of the chunk << 6) | bit, a value each
+    // (block of the chunk << 6) | bit, a value each, from -TILE_MARGIN
+    int slots[BMSPARSE_TILE_VALUES + 2 * BMSPARSE_TILE_MARGIN];
 };
 
 // Tile blockIdx.x of C's values; every index below 2^31 (the host checks).
@@ -287,6 +315,7 @@ __device__ __forceinline__ void multiply_tile(
     // the block of value v0 + TILE_VALUES is the first block of a warp
     const int q1 = v0 + n < nnz ? (int)__ldcs(warp_block + ((v0 + n) >> 5)) : (int)c_nblocks - 1;
     const int qa = (int)__ldcs(warp_block + (v0 >> 5));
+    int* slots = tile.slots + BMSPARSE_TILE_MARGIN;
     unsigned int zeros = 0;
     for (int q0 = qa; q0 <= q1; q0 += NB) {
         const int nb = q1 - q0 + 1 < NB ? q1 - q0 + 1 : NB;
@@ -304,30 +333,26 @@ __device__ __forceinline__ void multiply_tile(
         // the chunk's values in the tile: [lo, hi)
         const int lo = tile.offsets[0] > 0 ? tile.offsets[0] : 0;
         const int hi = tile.offsets[nb] < n ? tile.offsets[nb] : n;
-        for (int item = tid; item < nb * 8; item += NT) {
-            const int i = item >> 3, r = item & 7;
+        // lane k takes bits k and k + 32 of the warp's blocks
+        for (int i = tid >> 5; i < nb; i += NT / 32) {
+            const int lane = tid & 31;
+            const unsigned int below = (1u << lane) - 1u;
             const u64 bitmap = tile.bitmaps[i];
-            int at = tile.offsets[i] + __popcll(bitmap & ((1ull << (r << 3)) - 1ull));
-            for (unsigned int x = row_bits(bitmap, r); x; x &= x - 1u, ++at)
-                if (at >= lo && at < hi) tile.slots[at] = (i << 6) | (r << 3) | (__ffs(x) - 1);
+            const unsigned int low = (unsigned int)bitmap, high = (unsigned int)(bitmap >> 32);
+            const int at = tile.offsets[i];
+            if ((low >> lane) & 1u) slots[at + __popc(low & below)] = (i << 6) | lane;
+            if ((high >> lane) & 1u)
+                slots[at + __popc(low) + __popc(high & below)] = (i << 6) | 32 | lane;
         }
         __syncthreads();
         for (int at0 = lo; at0 < hi; at0 += NT) {
             const int at = at0 + tid;
             T acc = S::template identity<T>();
             if (at < hi) {
-                const int slot = tile.slots[at];
+                const int slot = slots[at];
                 const int b = slot >> 6, bit = slot & 63, r = bit >> 3, c = bit & 7;
-                const u64 above = (1ull << (r << 3)) - 1ull;
-                const int p1 = tile.last[b];
-                for (int p = tile.first[b]; p < p1; ++p) {
-                    const ulonglong2 bm = __ldcs(pairs.bitmaps + p);
-                    int2 off = {0, 0};
-                    if constexpr (S::reads_values) off = __ldcs(pairs.offsets + p);
-                    // (the offsets in the test: see multiply_value)
-                    add_pair_terms<T, S, int>(acc, r, c, above, bm.x, off.x, a_values, bm.y,
-                                              off.y, b_values, (off.x | off.y) < 0);
-                }
+                add_record_terms<T, S, int>(acc, r, c, tile.first[b], tile.last[b], pairs,
+                                            a_values, b_values);
                 out.store(out.place(v0 + at, q0 + b, tile.bitmaps[b], bit), acc);
             }
             zeros += __popc(__ballot_sync(0xffffffffu, at < hi && is_zero(acc)));

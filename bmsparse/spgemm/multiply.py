@@ -15,7 +15,7 @@ from .. import _kernels, _readback, convert
 from .._format import BLOCK_SHIFT, set_bits, value_index
 from .._sputils import get_array_module, get_index_dtype
 from ..semiring import Semiring, plus_times
-from .count import PairBlocks, bool_product, pair_blocks
+from .count import PairBlocks, bool_product
 
 _KERNELS = "spgemm/multiply.cu"
 _kernels.register(_KERNELS, {"bmsparse_multiply_warp_blocks": (),
@@ -133,9 +133,12 @@ def multiply(a_bitmaps: Any, a_offsets: Any, a_values: Any,
         if c_last is None:
             c_first, c_last = c_first[:-1], c_first[1:]
         if pairs is None:
-            pairs = pair_blocks(a_bitmaps, a_offsets, b_bitmaps, b_offsets, task_a, task_b,
-                                np.int64)
-        return _multiply_numpy(pairs, a_values, b_values, c_first, c_last, c_bitmaps,
+            tasks = (a_bitmaps[task_a], b_bitmaps[task_b], a_offsets[task_a],
+                     b_offsets[task_b])
+        else:
+            offsets = pairs.offsets.astype(np.int64)
+            tasks = (pairs.bitmaps[:, 0], pairs.bitmaps[:, 1], offsets[:, 0], offsets[:, 1])
+        return _multiply_numpy(*tasks, a_values, b_values, c_first, c_last, c_bitmaps,
                                c_offsets, nnz, semiring)
     c_nblocks = c_bitmaps.shape[0]
     if warp_block is None:
@@ -182,7 +185,7 @@ def _pair_arguments(pairs: PairBlocks | None, a_bitmaps: Any, a_offsets: Any, a_
                     task_b: Any) -> tuple[Any, ...]:
     """The value kernels' arguments up to the task runs."""
     if pairs is not None:
-        return (pairs.bitmaps, pairs.offsets, a_values, b_values)
+        return (pairs.bitmaps, pairs.columns, a_values, b_values)
     return (a_bitmaps, a_offsets, a_values, b_bitmaps, b_offsets, b_values, task_a, task_b)
 
 
@@ -307,12 +310,12 @@ def value_arrays(nnz: int, dtype: np.dtype) -> tuple[Any, Any]:
 
 
 @np.errstate(invalid="ignore", over="ignore")  # inf * 0 is NaN, as in scipy, silently
-def _multiply_numpy(pairs, a_values, b_values, c_first, c_last, c_bitmaps, c_offsets, nnz,
-                    semiring):
+def _multiply_numpy(a_bitmaps, b_bitmaps, a_starts, b_starts, a_values, b_values, c_first,
+                    c_last, c_bitmaps, c_offsets, nnz, semiring):
+    # a_bitmaps .. b_starts: each task's blocks and their value offsets.
     # Enumerate every product term (task p, A entry (r, t), B entry (t, c))
     # in the kernel's order: by task, then A bit, then B bit. Tasks outside
     # every run (of blocks dropped as empty) have empty products: no term.
-    a_bitmaps, b_bitmaps = pairs.bitmaps[:, 0], pairs.bitmaps[:, 1]
     lengths = c_last - c_first
     c_of_task = np.full(a_bitmaps.shape[0], -1, dtype=np.int64)
     in_runs = np.repeat(c_first - np.cumsum(lengths) + lengths, lengths) + np.arange(
@@ -329,10 +332,8 @@ def _multiply_numpy(pairs, a_values, b_values, c_first, c_last, c_bitmaps, c_off
     # expand each A entry by the B entries in row t of its paired block
     term_a, c_col = set_bits(b_row)
     term_task, r, t = term_task[term_a], r[term_a], t[term_a]
-    a_pos = pairs.offsets[term_task, 0] + value_index(a_bitmaps[term_task],
-                                                      (r << BLOCK_SHIFT) | t)
-    b_pos = pairs.offsets[term_task, 1] + value_index(b_bitmaps[term_task],
-                                                      (t << BLOCK_SHIFT) | c_col)
+    a_pos = a_starts[term_task] + value_index(a_bitmaps[term_task], (r << BLOCK_SHIFT) | t)
+    b_pos = b_starts[term_task] + value_index(b_bitmaps[term_task], (t << BLOCK_SHIFT) | c_col)
     q = c_of_task[term_task]
     c_bit = (r << BLOCK_SHIFT) | c_col
     # a mask can leave bits of a product out of C: their terms are not computed

@@ -52,10 +52,10 @@ __global__ void bmsparse_multiply_csr(
 
 template <typename T, typename S, typename I, typename J>
 __global__ void bmsparse_multiply_csr_records(
-    const ulonglong2* __restrict__ pair_bitmaps, const int2* __restrict__ pair_offsets,
+    const ulonglong2* __restrict__ pair_bitmaps, const ulonglong2* __restrict__ pair_columns,
     const T* __restrict__ a_values, const T* __restrict__ b_values, BMSPARSE_MULTIPLY_CSR_ARGS)
 {
-    BMSPARSE_MULTIPLY_CSR_VALUE((PairRecords{pair_bitmaps, pair_offsets}));
+    BMSPARSE_MULTIPLY_CSR_VALUE((PairRecords{pair_bitmaps, pair_columns}));
 }
 
 // bmsparse_multiply_csr_tiles: bmsparse_multiply_csr_records by tiles
@@ -64,7 +64,7 @@ __global__ void bmsparse_multiply_csr_records(
 // least one) of BMSPARSE_TILE_THREADS.
 template <typename T, typename S, typename I>
 __global__ void __launch_bounds__(BMSPARSE_TILE_THREADS, 8) bmsparse_multiply_csr_tiles(
-    const ulonglong2* __restrict__ pair_bitmaps, const int2* __restrict__ pair_offsets,
+    const ulonglong2* __restrict__ pair_bitmaps, const ulonglong2* __restrict__ pair_columns,
     const T* __restrict__ a_values, const T* __restrict__ b_values, BMSPARSE_MULTIPLY_CSR_ARGS)
 {
     __shared__ TileBlocks tile;
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(BMSPARSE_TILE_THREADS, 8) bmsparse_multiply_cs
          row += (long long)gridDim.x * blockDim.x)
         write_indptr(brow_ptr, places, c_nblocks, nrows, row, indptr);
     if (c_nnz == 0) return;
-    multiply_tile<T, S>(PairRecords{pair_bitmaps, pair_offsets}, a_values, b_values, c_first,
+    multiply_tile<T, S>(PairRecords{pair_bitmaps, pair_columns}, a_values, b_values, c_first,
                         c_last, last_shift, c_bitmaps, c_offsets, c_nblocks, warp_block, c_nnz,
                         CsrOrder<T, I>{c_keys, brow_ptr, places, indices, data}, zero_values,
                         zero_flag, tile);

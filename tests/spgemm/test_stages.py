@@ -506,8 +506,8 @@ def test_count_by_tasks_blocks_across_warps(hub, records):
 
 @pytest.mark.parametrize("name", WITH_TASKS)
 def test_count_writes_the_pairs_blocks(name, xp):
-    # each task's two bitmaps and value offsets, checked where the multiply
-    # reads them: the tasks of non-empty blocks
+    # each task's two bitmaps, B's transposed and the value offsets, checked
+    # where the multiply reads them: the tasks of non-empty blocks
     a, b, t = brute_inputs(name)
     counts = count_mod.count(
         xp.asarray(a.bitmaps), xp.asarray(b.bitmaps), as_xp(xp, t.task_a, np.int64),
@@ -524,6 +524,11 @@ def test_count_writes_the_pairs_blocks(name, xp):
     np.testing.assert_array_equal(bitmaps[read, 1], b.bitmaps[task_b[read]])
     np.testing.assert_array_equal(offsets[read, 0], a.offsets[task_a[read]])
     np.testing.assert_array_equal(offsets[read, 1], b.offsets[task_b[read]])
+    columns = host(counts.pairs.columns)
+    assert columns.dtype == np.uint64 and columns.shape == (len(t.task_a), 2)
+    transposed = [sum(1 << (8 * (bit & 7) + (bit >> 3)) for bit in range(64) if x >> bit & 1)
+                  for x in (int(b.bitmaps[k]) for k in task_b[read])]
+    assert [int(x) for x in columns[read, 0]] == transposed
 
 
 def test_records_fit_below_2_31_values():

@@ -98,15 +98,17 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     Raises
     ------
     ValueError
-        The inner dimensions differ, the mask's shape is not (m, n), the
-        semiring is unknown, or ``output`` or ``format`` is unknown.
+        The inner dimensions differ, the mask's shape is not (m, n),
+        ``complement`` is True without a mask, the semiring is unknown, or
+        ``output`` or ``format`` is unknown.
     TypeError
         One operand on the host and one on the GPU, a dtype the semiring
-        does not support, or with ``format="csr"`` on the GPU a dtype that
-        cupyx.scipy.sparse does not support.
+        does not support, ``complement`` not a bool, or with ``format="csr"``
+        on the GPU a dtype that cupyx.scipy.sparse does not support.
     MemoryError
-        One block row of A alone does not fit (the message says how much it
-        needed and how much was available).
+        On the GPU, one block row of A alone does not fit (the message says
+        how much it needed and how much was available); on the host,
+        NumPy's own when an array does not fit.
 
     Notes
     -----
@@ -135,14 +137,17 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     if format not in ("bitmap", "csr"):
         raise ValueError(f"format must be 'bitmap' or 'csr', got {format!r}")
     max_memory = check_max_memory(max_memory)
-    sr = get_semiring(semiring)
+    asked = get_semiring(semiring)
     m = _check_mask(mask, (a.shape[0], b.shape[1]))
+    _check_complement(complement, m)
     xp = get_array_module(a.keys, b.keys, None if m is None else m.keys)
-    sr, dtype = _result_type(sr, a.dtype, b.dtype, dtype)
+    sr, dtype = _result_type(asked, a.dtype, b.dtype, dtype)
     csr = format == "csr"
     if csr and xp is not np and output == "device":
         check_cupyx_dtype(dtype, "format='bitmap' or another dtype")
-    if sr.reads_values:
+    # plus_times cast to bool runs as lor_land, which reads no values: the
+    # cast drops the zeros that would otherwise count as structure
+    if sr.reads_values or asked is plus_times:
         # astype(copy=False) returns a matrix already of C's dtype as it is
         # (C's dtype is a supported one: its check raises nothing)
         if a.dtype != dtype:
@@ -182,9 +187,11 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
             # against free memory before the task list is allocated
             c, nslices = product(a, b, None if xp is np else slices.free_memory(xp), csr), 1
         except MemoryError:
+            budget = slices.device_budget(xp, None)
+            if budget is None:
+                raise  # the host's own: no free-memory figure to slice within
             slices.free_pool(xp)
-            c, nslices = slices.sliced_product(a, b, product, slices.device_budget(xp, None),
-                                               output, value_bytes)
+            c, nslices = slices.sliced_product(a, b, product, budget, output, value_bytes)
     else:
         budget = slices.device_budget(xp, max_memory)
         c, nslices = slices.sliced_product(a, b, product, budget, output, value_bytes)
@@ -307,6 +314,15 @@ def _result_type(sr: Semiring, a_dtype: np.dtype, b_dtype: np.dtype,
         raise TypeError(f"semiring {sr.name} does not support dtype {dtype.name}; supported: "
                         f"{', '.join(d.name for d in sr.dtypes)}")
     return sr, dtype
+
+
+def _check_complement(complement: Any, mask: BitmapMatrix | None) -> None:
+    """``complement`` is a bool, and True only with a mask."""
+    if not isinstance(complement, (bool, np.bool_)):
+        raise TypeError(f"complement must be a bool, got {complement!r}")
+    if complement and mask is None:
+        raise ValueError("complement=True needs a mask: it computes the entries the "
+                         "mask does not have")
 
 
 def _check_mask(mask: Any, shape: tuple[int, int]) -> BitmapMatrix | None:

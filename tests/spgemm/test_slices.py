@@ -218,6 +218,19 @@ def test_out_of_memory_on_a_single_block_row_says_so(xp, monkeypatch):
         spgemm(m, m)
 
 
+def test_out_of_memory_on_the_host_is_numpys_own(monkeypatch):
+    # with no budget to slice within, the retry raised "TypeError: max_memory
+    # must be a number of bytes, got None" over the MemoryError
+    _, m = operands(np)
+
+    def never(*args, **kwargs):
+        raise MemoryError("Unable to allocate 64.0 GiB (simulated)")
+
+    monkeypatch.setattr(spgemm_mod, "_product", never)
+    with pytest.raises(MemoryError, match=r"Unable to allocate 64.0 GiB \(simulated\)"):
+        spgemm(m, m)
+
+
 def test_task_list_larger_than_free_memory_is_sliced_before_allocation(xp, monkeypatch):
     # free memory below the whole task list: the task stage refuses at its
     # first sync and the product runs in slices

@@ -70,6 +70,31 @@ def test_boolean_product(xp):
     assert_same_csr(got, scipy_product(a, b))
 
 
+def test_dtype_bool_casts_the_operands(xp):
+    # dtype=bool ran plus_times as lor_land on the operands' structure: a
+    # stored zero counted as True, though the docstring says the values are cast
+    a = random_csr(40, 30, 0.2, seed=7)
+    a.data[::3] = 0.0  # stored zeros
+    b = random_csr(30, 50, 0.2, seed=8)
+    got = run(a, b, xp, dtype=bool)
+    assert got.dtype == np.bool_
+    want = scipy_product(a.astype(bool), b.astype(bool))
+    assert_same_csr(got, want)
+    structure = a.copy()
+    structure.data[:] = 1.0  # the stored zeros as entries: what came out before
+    assert scipy_product(structure, b).nnz > want.nnz
+
+
+@pytest.mark.parametrize(("complement", "error", "message"), [
+    (True, ValueError, "complement=True needs a mask"),
+    ("yes", TypeError, "complement must be a bool, got 'yes'"),
+])
+def test_complement_needs_a_mask_and_a_bool(complement, error, message, xp):
+    a = to_device(BitmapMatrix(random_csr(20, 20, 0.2, seed=9)), xp)
+    with pytest.raises(error, match=message):
+        spgemm(a, a, complement=complement)
+
+
 def test_chain_of_rectangular_products(xp):
     mats = [random_csr(m, n, 0.05, seed=m * n) for m, n in
             [(30, 100), (100, 17), (17, 250), (250, 9)]]

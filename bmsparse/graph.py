@@ -78,13 +78,13 @@ def _sources(a: BitmapMatrix, sources: Any) -> Any:
         raise ValueError(f"sources must be 1-D, got {sources.ndim}-D")
     if sources.dtype.kind not in "iu":
         raise TypeError(f"sources must be integers, got dtype {sources.dtype.name}")
-    sources = sources.astype(xp.int64, copy=False)
     if sources.shape[0]:
-        # sync: one read of both bounds
+        # sync: one read of both bounds, in the sources' own dtype (a uint64
+        # past 2^63 would read as negative once cast)
         low, high = (int(x) for x in xp.stack([sources.min(), sources.max()]).tolist())
         if low < 0 or high >= n:
             raise ValueError(f"sources must be in [0, {n}), got {low if low < 0 else high}")
-    return sources
+    return sources.astype(xp.int64, copy=False)
 
 
 def _structure(a: BitmapMatrix) -> BitmapMatrix:
@@ -462,7 +462,8 @@ def pagerank(a: Any, damping: float = 0.85, *, tol: float = 1e-6,
         raise ValueError(f"damping must be in [0, 1], got {damping}")
     if not tol > 0.0:
         raise ValueError(f"tol must be positive, got {tol}")
-    if not _is_integer(max_iter) or operator.index(max_iter) < 1:
+    if isinstance(max_iter, (bool, np.bool_)) or not _is_integer(max_iter) \
+            or operator.index(max_iter) < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
     xp = a._xp()
     n = a.shape[0]

@@ -449,6 +449,12 @@ def test_source_not_integer(func, source):
         func(sp.csr_array(np.eye(3)), source)
 
 
+def test_unsigned_sources(xp):
+    a = ours(sp.csr_array(np.eye(3)), xp)
+    got = graph.multi_source_bfs(a, xp.asarray(np.array([2], np.uint64)))
+    np.testing.assert_array_equal(host(got), [[-1, -1, 0]])
+
+
 def test_source_numpy_integer():
     np.testing.assert_array_equal(graph.bfs_levels(np.eye(3), np.int32(2)), [-1, -1, 0])
 
@@ -459,6 +465,11 @@ def test_source_numpy_integer():
     ([[0, 1]], ValueError, "sources must be 1-D, got 2-D"),
     ([0.0, 1.0], TypeError, "sources must be integers, got dtype float64"),
     (3, TypeError, "sources must be a sequence or 1-D array of vertices, got 3"),
+    # unsigned ids past 2^63 were named as negative (cast before the check)
+    (np.array([2**64 - 1], np.uint64), ValueError,
+     r"sources must be in \[0, 5\), got 18446744073709551615"),
+    (np.array([1, 2**63], np.uint64), ValueError,
+     r"sources must be in \[0, 5\), got 9223372036854775808"),
 ])
 def test_multi_source_bfs_rejects(xp, sources, error, match):
     a = ours(sp.csr_array(np.eye(5)), xp)
@@ -482,6 +493,7 @@ def test_multi_source_bfs_rejects_mixed_sides():
     ({"tol": 0}, "tol must be positive, got 0.0"),
     ({"max_iter": 0}, "max_iter must be a positive integer, got 0"),
     ({"max_iter": 2.5}, "max_iter must be a positive integer, got 2.5"),
+    ({"max_iter": True}, "max_iter must be a positive integer, got True"),
 ])
 def test_pagerank_rejects(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -35,20 +35,54 @@ class _BlockArray:
 
     def __set__(self, obj: Any, value: Any) -> None:
         obj._arrays()
-        flags = getattr(value, "flags", None)
-        if flags is not None and not flags.c_contiguous:
-            # kernels read every array as dense (and launch without checking)
-            value = get_array_module(value).ascontiguousarray(value)
-        if self._attr == "_values":
-            # the dtype follows the values, as scipy's follows its data
-            obj._dtype = np.dtype(bool) if value is None else check_dtype(value.dtype,
-                                                                          "values dtype")
-        setattr(obj, self._attr, value)
-        # counted again: from the values, or (a pattern) from the offsets
-        obj._nnz = None if obj._values is None else obj._values.shape[0]
-        # what the cache holds derives from the keys (row pointer, column
-        # order) or from every array (a small B's scalar rows): all of it goes
-        obj._cache.clear()
+        obj._store(self._attr, _replacement(obj, self._attr[1:], value))
+
+
+_ARRAY_DTYPES = {"keys": np.dtype(np.uint64), "bitmaps": np.dtype(np.uint64),
+                 "offsets": np.dtype(np.int64)}
+
+
+def _replacement(m: BitmapMatrix, name: str, value: Any) -> Any:
+    """``value`` checked as a new ``m.<name>``, as far as it can be alone.
+
+    The structure's arrays may be replaced one after another, so only their
+    dtype and rank are checked here (:meth:`BitmapMatrix.check_format`
+    checks the whole). New values must fill the structure's entries: one
+    read of ``offsets[-1]`` (a sync on the GPU). All-True bool values make
+    the matrix a pattern, which stores no False.
+    """
+    if value is None:
+        if name != "values":
+            raise TypeError(f"{name} cannot be None")
+        return None  # a pattern
+    xp = get_array_module(m.__dict__["_keys"])
+    if isinstance(value, (list, tuple)):
+        value = xp.asarray(value)
+    if not hasattr(value, "ndim") or not hasattr(value, "dtype"):
+        raise TypeError(f"{name} must be an array, got {type(value).__name__}")
+    get_array_module(m.__dict__["_keys"], value)  # host and device do not mix
+    if value.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got {value.ndim}-D")
+    if name != "values":
+        if value.dtype != _ARRAY_DTYPES[name]:
+            raise TypeError(f"{name} must be {_ARRAY_DTYPES[name].name}, got "
+                            f"{value.dtype.name}")
+        return value
+    check_dtype(value.dtype, "values dtype")
+    offsets = m.__dict__["_offsets"]
+    if offsets.shape[0] == 0:
+        raise ValueError("offsets is empty: replace it (length nblocks + 1) before the values")
+    stored = int(offsets[-1])  # sync: the structure's count
+    if value.shape[0] != stored:
+        raise ValueError(f"values must hold the {stored} entries the bitmaps store, got "
+                         f"{value.shape[0]}; replace keys, bitmaps and offsets first, or "
+                         f"build a new matrix with BitmapMatrix.from_blocks")
+    if value.dtype == np.bool_:
+        if not bool(value.all()):  # sync
+            raise ValueError("a bool matrix stores no False: build one with "
+                             "BitmapMatrix.from_blocks, which drops False entries")
+        return None
+    return value
 
 
 class BitmapMatrix(ElementwiseFunctions):
@@ -125,6 +159,9 @@ class BitmapMatrix(ElementwiseFunctions):
             if shape is None:
                 raise ValueError("shape is required for COO triplets (values, (rows, cols))")
             values, (rows, cols) = arg
+            if dtype is not None and getattr(values, "dtype", None) not in SUPPORTED_DTYPES \
+                    and hasattr(values, "astype"):
+                values = values.astype(check_dtype(dtype))  # as the cast above
             src = BitmapMatrix.from_coo(rows, cols, values, shape)
         elif hasattr(arg, "ndim") and hasattr(arg, "dtype"):
             src = BitmapMatrix.from_dense(arg)
@@ -140,6 +177,22 @@ class BitmapMatrix(ElementwiseFunctions):
             src = src.astype(dtype)
         self._set(src.keys, src.bitmaps, src.offsets, src.values, src.shape, src.dtype,
                   src._nnz)
+
+    def _store(self, attr: str, value: Any) -> None:
+        """Replace block array ``attr`` ("_keys", ...) by ``value``, checked."""
+        flags = getattr(value, "flags", None)
+        if flags is not None and not flags.c_contiguous:
+            # kernels read every array as dense (and launch without checking)
+            value = get_array_module(value).ascontiguousarray(value)
+        if attr == "_values":
+            # the dtype follows the values, as scipy's follows its data
+            self._dtype = np.dtype(bool) if value is None else value.dtype
+        setattr(self, attr, value)
+        # counted again: from the values, or (a pattern) from the offsets
+        self._nnz = None if self._values is None else self._values.shape[0]
+        # what the cache holds derives from the keys (row pointer, column
+        # order) or from every array (a small B's scalar rows): all of it goes
+        self._cache.clear()
 
     def _set(self, keys: Any, bitmaps: Any, offsets: Any, values: Any,
              shape: tuple[int, int], dtype: np.dtype, nnz: int | None) -> None:
@@ -644,8 +697,10 @@ class BitmapMatrix(ElementwiseFunctions):
         zeros = (values == 0).sum(dtype=np.int64).reshape(1)
         blocks = compact.compact(self.keys, self.bitmaps, self.offsets, values, None, zeros)
         if blocks[3] is not values:
-            # the values last: the count follows them
-            self.keys, self.bitmaps, self.offsets, self.values = blocks
+            # the compaction's arrays, consistent: stored without the setters'
+            # checks (and their sync); the values last, the count follows them
+            for attr, array in zip(("_keys", "_bitmaps", "_offsets", "_values"), blocks):
+                self._store(attr, array)
 
     # --- conversions -------------------------------------------------------
 
@@ -931,9 +986,14 @@ class BitmapMatrix(ElementwiseFunctions):
         return NotImplemented
 
     def _dense_operand(self, other: Any) -> Any:
-        """This matrix as a dense array to combine with ``other``, of the same shape."""
+        """This matrix as a dense array to combine with ``other``, which
+        broadcasts to its shape (as scipy's: a row, a column, a 1x1)."""
         get_array_module(self._block_source().keys, other)
-        if other.shape != self.shape:
+        try:
+            fits = np.broadcast_shapes(other.shape, self.shape) == self.shape
+        except ValueError:
+            fits = False
+        if not fits:
             raise ValueError(f"inconsistent shapes {self.shape} and {other.shape}")
         return self.toarray()
 
@@ -1143,7 +1203,10 @@ class BitmapMatrix(ElementwiseFunctions):
         Notes
         -----
         Row and column sums are ``A @ ones`` and ``ones @ A`` (see
-        :func:`bmsparse.spmv`), deterministic.
+        :func:`bmsparse.spmv`), deterministic; of a complex matrix, those of
+        its real and imaginary parts (so that an infinite part makes no NaN
+        in the other, as in NumPy's sum; scipy's row sums agree, its column
+        sums do not).
         """
         axis = _check_axis(axis)
         dtype = _sum_dtype(self.dtype) if dtype is None else check_dtype(dtype)
@@ -1154,6 +1217,13 @@ class BitmapMatrix(ElementwiseFunctions):
             else:
                 total = self._block_source().values.sum(dtype=dtype)
             return total[()] if xp is np else total
+        if dtype.kind == "c":
+            # by parts: a product with complex ones makes inf * 0 = nan in
+            # the other part, where NumPy's sum of inf+0j is inf+0j
+            real = np.empty(0, dtype).real.dtype
+            sums = self.real.sum(axis, real).astype(dtype)
+            sums.imag = self.imag.sum(axis, real)
+            return sums
         if axis == 1:
             sums = self @ xp.ones(self.shape[1], dtype=dtype)
         else:

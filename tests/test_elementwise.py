@@ -239,10 +239,25 @@ def test_inconsistent_shapes(op):
         OPS[op](a, b)
 
 
+@pytest.mark.parametrize("shape", [(1, 21), (21,), (37, 1), (1, 1), (37, 21)])
+def test_dense_operands_broadcast_in_add_and_subtract(shape, xp):
+    # as scipy: a dense row, column or 1x1 broadcasts to the matrix's shape
+    # (only equal shapes were taken before); the result is dense
+    a = named("tall", "float64")
+    m = ours(a, xp)
+    d = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    for got, want in ((m + xp.asarray(d), a + d), (m - xp.asarray(d), a - d),
+                      (xp.asarray(d) + m, d + a), (xp.asarray(d) - m, d - a)):
+        assert isinstance(got, xp.ndarray) and got.shape == want.shape
+        np.testing.assert_array_equal(host(got), want)
+
+
 def test_inconsistent_dense_shapes():
     a = BitmapMatrix(named("tall", "float64"))
     with pytest.raises(ValueError, match=r"inconsistent shapes \(37, 21\) and \(21, 37\)"):
         a + np.ones((21, 37))
+    with pytest.raises(ValueError, match=r"inconsistent shapes \(37, 21\) and \(2, 37, 21\)"):
+        a - np.ones((2, 37, 21))
     with pytest.raises(ValueError, match=r"inconsistent shapes \(37, 21\) and \(3, 21\)"):
         a.multiply(np.ones((3, 21)))
 

@@ -844,7 +844,7 @@ def test_from_blocks_with_bool_values_drops_the_false_ones(xp):
     (lambda m: setattr(m, "_values", m.values.astype(np.float32)),
      "values must be of the matrix's dtype float64, got float32"),
     (lambda m: setattr(m, "_values", None), "a float64 matrix must have values, got none"),
-    (lambda m: setattr(m, "offsets", m.offsets.astype(np.float64)),
+    (lambda m: setattr(m, "_offsets", m.offsets.astype(np.float64)),
      "offsets must be a 1-D int64 array, got 1-D float64"),
 ])
 def test_check_format_sees_block_arrays_replaced_wrongly(change, message):
@@ -864,14 +864,17 @@ def test_from_blocks_names_0d_arrays_and_byte_order():
 
 @pytest.mark.parametrize("make", [lambda: np.eye(3, dtype=np.int8),
                                   lambda: np.eye(3, dtype=np.float16),
-                                  lambda: sp.csr_array(np.eye(3, dtype=np.uint16))])
+                                  lambda: sp.csr_array(np.eye(3, dtype=np.uint16)),
+                                  # COO triplets were not cast (a tuple has no astype)
+                                  lambda: (np.ones(3, np.int8), (np.arange(3), np.arange(3)))])
 def test_a_dtype_casts_an_input_of_a_dtype_not_stored(make):
     # as scipy does given a dtype; without one, the TypeError names the dtype
-    got = BitmapMatrix(make(), dtype=np.float64)
+    shape = (3, 3) if isinstance(make(), tuple) else None
+    got = BitmapMatrix(make(), shape=shape, dtype=np.float64)
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got.toarray(), np.eye(3))
     with pytest.raises(TypeError, match="is not supported"):
-        BitmapMatrix(make())
+        BitmapMatrix(make(), shape=shape)
 
 
 def test_assigned_block_arrays_give_their_own_nnz_and_dtype(xp):
@@ -895,6 +898,39 @@ def test_assigned_block_arrays_give_their_own_nnz_and_dtype(xp):
     assert m.dtype == (m + m).dtype == np.float32
     with pytest.raises(TypeError, match="values dtype float16 is not supported"):
         m.values = m.values.astype(np.float16)
+
+
+@pytest.mark.parametrize(("name", "value", "error", "message"), [
+    ("values", np.array([1.0, 2.0]), ValueError, "values must hold the 3 entries the bitmaps "
+                                                 "store, got 2"),
+    ("values", np.array([[1.0, 2.0, 3.0]]), ValueError, "values must be 1-D, got 2-D"),
+    ("values", np.array([True, False, True]), ValueError, "a bool matrix stores no False"),
+    ("values", "abc", TypeError, "values must be an array, got str"),
+    ("values", np.array([1, 2, 3], np.int8), TypeError, "values dtype int8 is not supported"),
+    ("keys", np.array([0], np.int64), TypeError, "keys must be uint64, got int64"),
+    ("bitmaps", None, TypeError, "bitmaps cannot be None"),
+])
+def test_setters_refuse_what_breaks_the_matrix(name, value, error, message, xp):
+    # before, the values setter took any array: nnz from a short one, a
+    # bool one with False shown by toarray() and counted by count_nonzero()
+    m = ours(sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0]])), xp)
+    if isinstance(value, np.ndarray):
+        value = xp.asarray(value)
+    with pytest.raises(error, match=message):
+        setattr(m, name, value)
+    assert m.nnz == 3 and m.dtype == np.float64
+    m.check_format(full_check=True)
+
+
+def test_values_setter_takes_lists_and_makes_all_true_bool_a_pattern(xp):
+    m = ours(sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0]])), xp)
+    m.values = [4.0, 5.0, 6.0]
+    np.testing.assert_array_equal(host(m.toarray()), [[4.0, 0, 5.0], [0, 6.0, 0]])
+    m.values = xp.ones(3, dtype=bool)
+    assert m.dtype == np.bool_ and m.values is None and m.nnz == 3
+    m.check_format(full_check=True)
+    np.testing.assert_array_equal(host(m.toarray()), [[True, False, True],
+                                                      [False, True, False]])
 
 
 def test_check_format_compares_a_patterns_nnz_with_its_offsets():

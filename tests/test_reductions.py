@@ -32,6 +32,21 @@ def test_sum_of_lazy_transpose(axis, xp):
     assert_dense_close(ours(a, xp).T.sum(axis=axis), a.T.sum(axis=axis), "float64")
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_sums_keep_infinite_parts(axis, dtype, xp):
+    # by ones, inf * 0 made the other part NaN: 2+infj summed as nan+infj
+    x = np.array([[complex(1, np.inf), 1.0, 0], [np.inf, 0, complex(0, -2)],
+                  [0, complex(np.inf, np.inf), 3]], dtype=dtype)
+    m = ours(sp.csr_array(x), xp)
+    for got, want in ((m.sum(axis=axis), x.sum(axis=axis)),
+                      (m.T.sum(axis=axis), x.T.sum(axis=axis)),
+                      (m.real.sum(axis=axis, dtype=dtype), x.real.sum(axis=axis, dtype=dtype))):
+        got = host(got)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("axis", [None, 0, 1])
 def test_sum_with_dtype(axis):
     a = named("tall", "int32")

@@ -179,7 +179,8 @@ class BitmapMatrix(ElementwiseFunctions):
                   src._nnz)
 
     def _store(self, attr: str, value: Any) -> None:
-        """Replace block array ``attr`` ("_keys", ...) by ``value``, checked."""
+        """Replace block array ``attr`` ("_keys", ...) by ``value``, already checked
+        (:func:`_replacement`, or arrays this library made consistent)."""
         flags = getattr(value, "flags", None)
         if flags is not None and not flags.c_contiguous:
             # kernels read every array as dense (and launch without checking)

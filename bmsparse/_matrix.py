@@ -42,6 +42,15 @@ _ARRAY_DTYPES = {"keys": np.dtype(np.uint64), "bitmaps": np.dtype(np.uint64),
                  "offsets": np.dtype(np.int64)}
 
 
+def _cast_entries(a: Any, dtype: Any) -> BitmapMatrix:
+    """Dense ``a`` of a dtype not stored: its non-zeros, then cast to ``dtype``."""
+    a = _as_operand(a)
+    if a.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got {a.ndim}-D")
+    rows, cols = get_array_module(a).nonzero(a)
+    return BitmapMatrix.from_coo(rows, cols, a[rows, cols].astype(check_dtype(dtype)), a.shape)
+
+
 def _replacement(m: BitmapMatrix, name: str, value: Any) -> Any:
     """``value`` checked as a new ``m.<name>``, as far as it can be alone.
 
@@ -147,8 +156,10 @@ class BitmapMatrix(ElementwiseFunctions):
         if dtype is not None and not isinstance(arg, BitmapMatrix) and hasattr(arg, "astype") \
                 and getattr(arg, "dtype", None) not in SUPPORTED_DTYPES:
             # an input of a dtype we do not store (int8, float16, ...): cast
-            # first, as scipy does given a dtype
-            arg = arg.astype(check_dtype(dtype))
+            # first, as scipy does given a dtype; a dense one's entries are
+            # found before (a value the cast makes 0 stays stored, as scipy's)
+            sparse = _is_scipy_sparse(arg) or _is_cupyx_sparse(arg)
+            arg = arg.astype(check_dtype(dtype)) if sparse else _cast_entries(arg, dtype)
         if isinstance(arg, BitmapMatrix):
             src = arg.copy() if copy else arg
         elif _is_scipy_sparse(arg):
@@ -158,6 +169,9 @@ class BitmapMatrix(ElementwiseFunctions):
         elif isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[1], tuple):
             if shape is None:
                 raise ValueError("shape is required for COO triplets (values, (rows, cols))")
+            if len(arg[1]) != 2:
+                raise ValueError(f"COO triplets are (values, (rows, cols)): got "
+                                 f"{len(arg[1])} index arrays")
             values, (rows, cols) = arg
             if dtype is not None and getattr(values, "dtype", None) not in SUPPORTED_DTYPES \
                     and hasattr(values, "astype"):
@@ -398,6 +412,8 @@ class BitmapMatrix(ElementwiseFunctions):
                       else xp.ascontiguousarray(values))
             if values.dtype == np.bool_:
                 # a pattern matrix stores no values; False entries are dropped
+                # (the input checked first: the filter would flatten 2-D arrays)
+                convert.check_coo(rows, cols, values)
                 rows, cols, values = rows[values], cols[values], None
         keys, bitmaps, offsets, values = convert.coo_to_bitmap(rows, cols, values, shape)
         return cls._from_blocks(keys, bitmaps, offsets, values, shape)
@@ -460,6 +476,10 @@ class BitmapMatrix(ElementwiseFunctions):
         indptr, indices = (_contiguous(x) for x in (indptr, indices))
         values = None if values is None else _contiguous(values)
         if values is not None and values.dtype == np.bool_:
+            # checked here: the rows from indptr and the False entries'
+            # filter would meet bad input first (with NumPy's errors)
+            convert.check_csr(indptr, indices, values, shape)
+            convert.check_indptr(indptr, indices.shape[0])
             return cls.from_coo(convert._csr_rows(get_array_module(indptr), indptr), indices,
                                 values, shape)
         blocks, rows = convert.csr_to_bitmap_rows(indptr, indices, values, shape)

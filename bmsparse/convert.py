@@ -74,6 +74,25 @@ def check_coo(rows: Any, cols: Any, values: Any) -> None:
     check_values(values, rows.shape[0])
 
 
+def check_csr(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]) -> None:
+    """Validate the types and lengths of CSR input (see :func:`check_indptr`
+    for indptr's values; the indices' range is checked while sorting)."""
+    check_index("indptr", indptr)
+    check_index("indices", indices)
+    check_values(values, indices.shape[0])
+    if indptr.shape != (shape[0] + 1,):
+        raise ValueError(f"indptr must have length nrows + 1 = {shape[0] + 1}, "
+                         f"got {indptr.shape[0]}")
+
+
+def check_indptr(indptr: Any, nnz: int) -> None:
+    """ValueError unless ``indptr`` starts at 0, ends at ``nnz`` and never
+    decreases (a sync on the GPU)."""
+    message = _indptr_message(get_array_module(indptr), indptr, nnz)
+    if message is not None:
+        raise ValueError(message)
+
+
 def check_values(values: Any, n: int) -> None:
     """Values (or None, a pattern) must be 1-D, one per index, of a supported dtype."""
     if values is None:
@@ -146,12 +165,7 @@ def csr_to_bitmap_rows(indptr: Any, indices: Any, values: Any,
     blocks when the conversion found it on the way (the GPU's walk of a
     canonical CSR, in the same sync as the block count; else None)."""
     xp = get_array_module(indptr, indices, values)
-    check_index("indptr", indptr)
-    check_index("indices", indices)
-    check_values(values, indices.shape[0])
-    if indptr.shape != (shape[0] + 1,):
-        raise ValueError(f"indptr must have length nrows + 1 = {shape[0] + 1}, "
-                         f"got {indptr.shape[0]}")
+    check_csr(indptr, indices, values, shape)
 
     def explain() -> str:
         return _indptr_message(xp, indptr, indices.shape[0]) or _range_message(

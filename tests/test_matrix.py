@@ -933,6 +933,42 @@ def test_values_setter_takes_lists_and_makes_all_true_bool_a_pattern(xp):
                                                       [False, True, False]])
 
 
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda v: BitmapMatrix.from_csr([0, 3], [1, 1, 0], v, (2, 2)),
+     r"indptr must have length nrows \+ 1 = 3, got 2"),
+    (lambda v: BitmapMatrix.from_csr([1, 2, 3], [0, 1, 0], v, (2, 2)),
+     "indptr must start at 0, got 1"),
+    (lambda v: BitmapMatrix.from_csr([0, 5, 3], [0, 1, 0], v, (2, 2)),
+     r"indptr must be non-decreasing, but indptr\[1\] > indptr\[2\]"),
+    (lambda v: BitmapMatrix.from_coo(np.array([[0], [1]]), np.array([[0], [1]]), v[:2, None],
+                                     (2, 2)), "rows must be 1-D, got 2-D"),
+    (lambda v: BitmapMatrix.from_coo([0, 1], [0, 1], v[:1], (2, 2)),
+     r"values must be 1-D with one value per index, got shape \(1,\) for 2 indices"),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.bool_])
+def test_bool_values_are_checked_as_others(make, message, dtype):
+    # bool values went to their False filter first: bad input was taken, or
+    # failed with NumPy's own errors
+    with pytest.raises(ValueError, match=message):
+        make(np.ones(3, dtype=dtype))
+
+
+def test_a_dense_input_cast_keeps_the_entries_the_cast_makes_zero():
+    # as scipy: an input of a dtype not stored is cast after its entries are found
+    x = np.array([[0.5, 1.0], [0.0, 2.5]])
+    for dt in (np.float16, np.longdouble):
+        got = BitmapMatrix(x.astype(dt), dtype=np.int64)
+        want = sp.csr_array(x.astype(dt), dtype=np.int64)
+        assert got.nnz == want.nnz == 3
+        assert_same_csr(got.to_scipy(), want)
+
+
+def test_coo_triplets_of_the_wrong_arity_are_named():
+    with pytest.raises(ValueError, match=r"COO triplets are \(values, \(rows, cols\)\): got 1 "
+                                         "index arrays"):
+        BitmapMatrix((np.ones(1), (np.zeros(1, int),)), shape=(2, 2))
+
+
 def test_check_format_compares_a_patterns_nnz_with_its_offsets():
     m = BitmapMatrix(np.eye(3, dtype=bool))
     m._nnz = 5

@@ -15,6 +15,8 @@ duplicates), so they can be fed to any conversion routine as they are.
 
 from __future__ import annotations
 
+import numbers
+
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -108,7 +110,7 @@ def webbase_surrogate(
     seed : int, optional
         Seed of ``numpy.random.default_rng``.
     dtype : dtype-like, optional
-        Floating-point type of the values, ``float64`` by default.
+        Of the values: ``float64`` (the default) or ``float32``.
 
     Returns
     -------
@@ -123,7 +125,8 @@ def webbase_surrogate(
     ValueError
         If `scale` is not positive and finite, or gives more than 2^35 rows.
     TypeError
-        If `dtype` is not a floating-point type.
+        If `scale` is not a real number (a bool or a string), or `dtype` is
+        not float32 or float64.
 
     Notes
     -----
@@ -144,12 +147,16 @@ def webbase_surrogate(
     >>> 2.5 < a.nnz / a.shape[0] < 3.5
     True
     """
+    if isinstance(scale, (bool, np.bool_, str, bytes)) or not isinstance(scale, (
+            numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"scale must be a real number, got {scale!r}")
     scale = float(scale)
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be positive and finite, got {scale}")
     dtype = np.dtype(dtype)
-    if dtype.kind != "f":
-        raise TypeError(f"dtype must be a floating-point type, got {dtype}")
+    if dtype not in (np.float32, np.float64):
+        # (float16 rounds values up to 1.5, and no BitmapMatrix stores it)
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
     rng = np.random.default_rng(seed)
     n = max(8, round(scale * WEBBASE_1M["n_rows"]))
     if n > MAX_DIM:  # named here, before NumPy runs out of memory

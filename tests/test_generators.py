@@ -135,11 +135,20 @@ def test_surrogate_rejects_a_scale_past_the_row_limit(scale):
 
 
 @pytest.mark.parametrize(
-    ("dtype", "name"), [(np.int64, "int64"), (bool, "bool"), (np.complex128, "complex128")]
+    ("dtype", "name"), [(np.int64, "int64"), (bool, "bool"), (np.complex128, "complex128"),
+                        # float16 rounded values up to 1.5, outside [0.5, 1.5)
+                        (np.float16, "float16"), (np.longdouble, np.dtype(np.longdouble).name)]
 )
 def test_surrogate_rejects_dtype(dtype, name):
-    with pytest.raises(TypeError, match=f"dtype must be a floating-point type, got {name}"):
+    with pytest.raises(TypeError, match=f"dtype must be float32 or float64, got {name}"):
         webbase_surrogate(0.001, dtype=dtype)
+
+
+@pytest.mark.parametrize("scale", [True, "0.001", None])
+def test_surrogate_rejects_a_scale_not_a_number(scale):
+    # True built the full 1,000,005-row matrix, "0.001" a small one
+    with pytest.raises(TypeError, match="scale must be a real number, got "):
+        webbase_surrogate(scale)
 
 
 # --- ESC Table 3 stencils ---------------------------------------------------

@@ -180,15 +180,45 @@ def read_matrix(path: PathLike, *, symmetrize: bool = False,
             with opener(path, "rb") as f:
                 a = _read_edge_list(f.read(), str(path))
     except (EOFError, tarfile.TarError, zlib.error, gzip.BadGzipFile) as exc:
-        # a truncated or corrupt compressed file: its contents do not parse
-        raise ValueError(f"{str(path)!r} could not be read whole ({type(exc).__name__}: "
-                         f"{exc}); is the file truncated or corrupt?") from exc
+        raise _unreadable(path, exc) from exc
     if symmetrize:
         a = _symmetrize(a, str(path), ones=(kind == "edges"))
     return a
 
 
 _MMREAD_SPARRAY = "spmatrix" in inspect.signature(scipy.io.mmread).parameters
+
+
+def read_mm(path: PathLike, canonical: bool = True) -> tuple[Any, list[bytes]]:
+    """A Matrix Market file whatever its name (gzip known by its first two
+    bytes), as :func:`read_matrix` gives an ``.mtx`` one, and its banner's
+    words (see :func:`mm_banner`).
+
+    Raises
+    ------
+    ValueError
+        The file's first line is no ``%%MatrixMarket`` banner, or its
+        contents do not parse (a truncated or corrupt gzip file too).
+    """
+    path = Path(os.fsdecode(path))
+    with open(path, "rb") as raw:
+        zipped = raw.read(2) == b"\x1f\x8b"
+    try:
+        with (gzip.open if zipped else open)(path, "rb") as f:
+            banner = mm_banner(f)
+            if banner is None:
+                raise ValueError(f"{str(path)!r} is not a Matrix Market file: its first line "
+                                 f"is no '%%MatrixMarket matrix ...' banner")
+            f.seek(0)
+            return _read_mm(f, canonical), banner
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise _unreadable(path, exc) from exc
+
+
+def _unreadable(path: Path, exc: Exception) -> ValueError:
+    """The error of a truncated or corrupt compressed file: its contents do not parse."""
+    return ValueError(f"{str(path)!r} could not be read whole ({type(exc).__name__}: "
+                      f"{exc}); is the file truncated or corrupt?")
 
 
 def _read_mm(f: IO[bytes], canonical: bool = True) -> sp.csr_array | sp.coo_array:

@@ -6,38 +6,45 @@ import gzip
 import os
 from typing import Any
 
+import numpy as np
 import scipy.io
 
 from ._matrix import BitmapMatrix
-from ._readers import mm_banner, read_matrix
+from ._readers import read_matrix, read_mm
 from ._sputils import check_dtype
 
 
-def mmread(path: str | os.PathLike, *, dtype: Any = None) -> BitmapMatrix:
-    """Read a Matrix Market file (``.mtx``, ``.mtx.gz``, or a SuiteSparse ``.tar.gz``).
+def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatrix:
+    """Read a Matrix Market file (of any name, gzipped or not) or a
+    SuiteSparse ``.tar.gz`` / ``.tgz`` archive holding one.
 
     Parameters
     ----------
-    path : str or PathLike
+    path : str, bytes or PathLike
     dtype : dtype, optional
         Cast the values to it. Matrix Market stores no width, so by default
         ``integer`` files give int64, ``real`` float64 and ``complex``
         complex128; ``dtype`` restores what was written (values written from
-        float32 or complex64 read back exactly).
+        float32 or complex64 read back exactly). ``unsigned-integer`` files
+        give int64 when every value fits (else pass a dtype).
 
     Returns
     -------
     BitmapMatrix
         On the host; ``.to_device()`` moves it to the GPU. A ``pattern``
-        ``.mtx``/``.mtx.gz`` file gives a bool (pattern) matrix, as
-        :func:`mmwrite` writes one (a pattern member of an archive gives
-        float64 ones, as scipy reads it); stored zeros are kept (but by
-        ``dtype=bool``: a bool matrix stores no False).
+        file gives a bool (pattern) matrix, as :func:`mmwrite` writes one (a
+        pattern member of an archive gives float64 ones, as scipy reads it);
+        stored zeros are kept (but by ``dtype=bool``: a bool matrix stores
+        no False).
 
     Raises
     ------
+    ValueError
+        The file is no Matrix Market file (its first line is no
+        ``%%MatrixMarket`` banner), or does not parse.
     TypeError
-        ``dtype`` is not supported.
+        ``dtype`` is not supported, or an ``unsigned-integer`` file holds a
+        value past int64 and no ``dtype`` was given.
 
     Examples
     --------
@@ -54,38 +61,59 @@ def mmread(path: str | os.PathLike, *, dtype: Any = None) -> BitmapMatrix:
     <2x2 BitmapMatrix of dtype bool with 2 stored elements in 1 8x8 blocks, on the host>
     """
     dtype = None if dtype is None else check_dtype(dtype)
+    path = os.fsdecode(path)
     # as scipy reads it (COO): a CSR's row pointer would grow with the rows
-    a = read_matrix(path, canonical=False)
-    if dtype is None and _is_pattern(path):
-        dtype = bool
-    m = BitmapMatrix(a)
-    return m if dtype is None else m.astype(dtype, copy=False)
+    if path.lower().endswith(_ARCHIVES):
+        a = read_matrix(path, canonical=False)
+    else:
+        a, banner = read_mm(path, canonical=False)
+        if dtype is None and banner[2] == b"pattern":
+            dtype = np.dtype(bool)
+    if dtype is None and a.dtype.kind == "u":
+        if a.nnz and a.data.max() > np.iinfo(np.int64).max:
+            raise TypeError(f"{path!r} holds unsigned integers past int64: pass a dtype "
+                            f"(float64 keeps their magnitude)")
+        dtype = np.dtype(np.int64)
+    return BitmapMatrix(a, dtype=dtype)
 
 
-def _is_pattern(path: str | os.PathLike) -> bool:
-    """True for a ``.mtx`` or ``.mtx.gz`` file whose banner says ``pattern``."""
-    name = os.fspath(path).lower()
-    if not name.endswith((".mtx", ".mtx.gz")):
-        return False
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        banner = mm_banner(f)
-    return banner is not None and banner[2] == b"pattern"
+#: what mmread reads as SuiteSparse archives (read_matrix's forms)
+_ARCHIVES = (".tar.gz", ".tgz")
 
 
-def mmwrite(path: str | os.PathLike, a: Any, *, comment: str | None = "") -> None:
+def mmwrite(path: str | bytes | os.PathLike, a: Any, *, comment: str | None = "") -> None:
     """Write a matrix (a BitmapMatrix or anything it accepts) as Matrix Market.
 
     A ``.gz`` suffix writes gzip. A bool matrix is written as ``pattern``,
-    integers as ``integer``, floats as ``real`` and complex as ``complex``.
-    A BitmapMatrix on the GPU is copied to the host first.
+    integers as ``integer``, floats as ``real`` and complex as ``complex``,
+    every entry stored (``general``: no symmetry is inferred, so stored zeros
+    and every pattern survive). A BitmapMatrix on the GPU is copied to the
+    host first; the entries go out as COO, whose size does not grow with the
+    shape.
+
+    Raises
+    ------
+    ValueError
+        ``path`` names a ``.tar.gz`` / ``.tgz`` archive (it would read back
+        as one).
+    TypeError
+        ``comment`` is not a str or None.
+    FileNotFoundError
+        ``path``'s folder does not exist.
     """
+    if comment is not None and not isinstance(comment, str):
+        raise TypeError(f"comment must be a str or None, got {type(comment).__name__}")
+    path = os.fsdecode(path)
+    if path.lower().endswith(_ARCHIVES):
+        raise ValueError(f"mmwrite writes .mtx or .mtx.gz files; {path!r} would read back "
+                         f"as a SuiteSparse archive")
     m = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
-    c = m.to_scipy()
+    c = m.get().tocoo()
     field = "pattern" if m.dtype == bool else None
-    # opened here, not by scipy: scipy 1.17's writer given a path it cannot
-    # open (a missing folder) returns without an error and writes nothing
-    opener = gzip.open if os.fspath(path).lower().endswith(".gz") else open
+    # everything checked before the file is opened: an error must not leave
+    # it emptied. Opened here, not by scipy: scipy 1.17's writer given a path
+    # it cannot open (a missing folder) returns without an error
+    opener = gzip.open if path.lower().endswith(".gz") else open
     with opener(path, "wb") as f:
         if field == "pattern" and c.nnz == 0:
             # scipy writes an empty matrix as "real" whatever the field: it
@@ -95,4 +123,6 @@ def mmwrite(path: str | os.PathLike, a: Any, *, comment: str | None = "") -> Non
                      f"{c.shape[0]} {c.shape[1]} 0", ""]
             f.write("\n".join(lines).encode())
         else:
-            scipy.io.mmwrite(f, c, comment=comment, field=field)
+            # "general": scipy's inferred symmetry ignores stored zeros (an
+            # upper one was dropped) and, below 100 rows, negates bools
+            scipy.io.mmwrite(f, c, comment=comment, field=field, symmetry="general")

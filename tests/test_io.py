@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from bmsparse import BitmapMatrix, mmread, mmwrite
 from bmsparse._readers import _MMREAD_SPARRAY
+from bmsparse.testing import assert_equal
 from tests.helpers import assert_same_csr, random_csr
 
 
@@ -220,3 +221,72 @@ def test_a_none_comment_is_no_comment(tmp_path):
         mmwrite(path, a, comment=None)
         assert b"None" not in path.read_bytes()
         assert_same_csr(mmread(path).to_scipy(), a.to_scipy(), rtol=0)
+
+
+@pytest.mark.parametrize("n", [2, 3, 99, 150])
+def test_small_square_patterns_and_upper_zeros_are_written(tmp_path, n):
+    # scipy's inferred symmetry negated bools below 100 rows (TypeError, the
+    # file left empty) and, ignoring stored zeros, dropped an upper one
+    rng = np.random.default_rng(n)
+    dense = rng.random((n, n)) < 0.3
+    dense |= dense.T  # an undirected graph: symmetric
+    g = BitmapMatrix(dense)
+    zeros = BitmapMatrix(sp.csr_array((np.array([0.0, 2.0]), (np.array([0, 1]),
+                                                                np.array([1, 0]))),
+                                      shape=(n, n)))
+    for a, name in ((g, "g.mtx"), (zeros, "z.mtx")):
+        mmwrite(tmp_path / name, a)
+        assert banner(tmp_path / name).split()[4] == b"general"
+        got = mmread(tmp_path / name)
+        assert got.nnz == a.nnz
+        assert_equal(got, a)
+
+
+def test_a_hypersparse_matrix_is_written_as_it_is_read(tmp_path):
+    # mmwrite went through a CSR whose row pointer has a word a row (MemoryError)
+    path = tmp_path / "h.mtx"
+    scipy.io.mmwrite(path, sp.coo_array(([1.5], ([2**33 - 1], [3])), shape=(2**33, 2**33)))
+    mmwrite(tmp_path / "again.mtx", mmread(path))
+    got = scipy.io.mmread(tmp_path / "again.mtx")
+    assert got.shape == (2**33, 2**33) and got.nnz == 1 and got.row[0] == 2**33 - 1
+
+
+def test_unsigned_integer_files(tmp_path):
+    path = tmp_path / "u.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate unsigned-integer general\n2 2 1\n1 2 5\n")
+    got = mmread(path)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got.toarray(), [[0, 5], [0, 0]])
+    assert mmread(path, dtype=np.float32).dtype == np.float32
+    path.write_text("%%MatrixMarket matrix coordinate unsigned-integer general\n"
+                    f"2 2 1\n1 2 {2**64 - 1}\n")
+    with pytest.raises(TypeError, match="unsigned integers past int64: pass a dtype"):
+        mmread(path)
+    assert mmread(path, dtype=np.float64).toarray()[0, 1] == float(2**64 - 1)
+
+
+def test_any_name_reads_by_its_banner(tmp_path):
+    # mmread chose by suffix: a file mmwrite wrote as .dat was refused, a
+    # pattern .txt read as float64, an edge list as a matrix
+    a = BitmapMatrix(np.eye(3, dtype=bool))
+    for name in ("a.dat", "a.txt", ".mtx"):
+        mmwrite(tmp_path / name, a)
+        assert_equal(mmread(tmp_path / name), a)
+    mmwrite(str(tmp_path / "b.mtx.gz").encode(), a)
+    assert_equal(mmread(str(tmp_path / "b.mtx.gz").encode()), a)
+    edges = tmp_path / "e.txt"
+    edges.write_text("0 1\n1 2\n")
+    with pytest.raises(ValueError, match="is not a Matrix Market file"):
+        mmread(edges)
+
+
+def test_mmwrite_refuses_archive_names_and_leaves_files_on_bad_arguments(tmp_path):
+    a = BitmapMatrix(np.eye(3))
+    for name in ("a.tar.gz", "a.TGZ"):
+        with pytest.raises(ValueError, match="would read back as a SuiteSparse archive"):
+            mmwrite(tmp_path / name, a)
+    keep = tmp_path / "keep.mtx"
+    keep.write_text("kept")
+    with pytest.raises(TypeError, match="comment must be a str or None, got int"):
+        mmwrite(keep, a, comment=5)
+    assert keep.read_text() == "kept"

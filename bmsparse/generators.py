@@ -15,9 +15,8 @@ duplicates), so they can be fed to any conversion routine as they are.
 
 from __future__ import annotations
 
-import numbers
-
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 

@@ -758,13 +758,17 @@ class BitmapMatrix(ElementwiseFunctions):
                                          self.offsets.copy(), values, self.shape, self.dtype,
                                          self._nnz)
 
-    def astype(self, dtype: Any, copy: bool = True) -> BitmapMatrix:
-        """This matrix with values cast to ``dtype``.
+    def astype(self, dtype: Any, casting: str = "unsafe", copy: bool = True) -> BitmapMatrix:
+        """This matrix with values cast to ``dtype``, under NumPy's ``casting``
+        rule (scipy's signature: ``astype(dtype, 'safe')`` checks the cast).
 
         To bool, entries that are zero are dropped: a bool matrix is a
         pattern and stores no False (scipy keeps them as stored False).
         """
         dtype = check_dtype(dtype)
+        if not np.can_cast(self.dtype, dtype, casting):
+            raise TypeError(f"cannot cast the values from {self.dtype.name} to {dtype.name} "
+                            f"by the rule {casting!r}")
         if dtype == self.dtype:
             return self.copy() if copy else self
         if dtype == np.bool_:
@@ -903,8 +907,11 @@ class BitmapMatrix(ElementwiseFunctions):
         out[rows, cols] = self._data()
         return out
 
-    def transpose(self) -> BitmapMatrix:
+    def transpose(self, axes: Any = None, copy: bool = False) -> BitmapMatrix:
         """The transpose, as a BitmapMatrix that shares this one's arrays until needed.
+
+        ``axes`` is None or ``(1, 0)``, as scipy takes it; ``copy=True``
+        gives a transpose with arrays of its own at once.
 
         ``A.T @ x``, ``A.T.sum(axis)`` and ``A.T.T`` read A's arrays directly;
         anything else that needs the blocks of A.T computes them once (a
@@ -919,12 +926,16 @@ class BitmapMatrix(ElementwiseFunctions):
         columns (kept with A, as ``A.T @ x`` uses it too) and O(nblocks +
         nnz) work, no sync.
         """
+        if axes is not None and tuple(axes) != (1, 0):
+            raise ValueError("sparse arrays do not take an 'axes' other than (1, 0): swapping "
+                             "the dimensions is the only permutation")
         if self._transpose_of is not None:
-            return self._transpose_of
-        t = BitmapMatrix.__new__(BitmapMatrix)
-        t._set(None, None, None, None, self.shape[::-1], self.dtype, self._nnz)
-        t._transpose_of = self
-        return t
+            t = self._transpose_of
+        else:
+            t = BitmapMatrix.__new__(BitmapMatrix)
+            t._set(None, None, None, None, self.shape[::-1], self.dtype, self._nnz)
+            t._transpose_of = self
+        return t.copy() if copy else t
 
     # --- arithmetic --------------------------------------------------------
 
@@ -1182,8 +1193,9 @@ class BitmapMatrix(ElementwiseFunctions):
         return self.conjugate(copy=copy)
 
     def dot(self, other: Any) -> Any:
-        """``self @ other``, or ``self * other`` for a scalar (as scipy's ``dot``)."""
-        return self * other if _is_scalar(other) else self @ other
+        """``self @ other``, or ``self * other`` for a scalar (as scipy's
+        ``dot``: a 0-d array is refused by ``@``, as there)."""
+        return self * other if _is_scalar(other) and not _is_array(other) else self @ other
 
     def __neg__(self) -> BitmapMatrix:
         if self.dtype == np.bool_:

@@ -969,6 +969,26 @@ def test_coo_triplets_of_the_wrong_arity_are_named():
         BitmapMatrix((np.ones(1), (np.zeros(1, int),)), shape=(2, 2))
 
 
+def test_transpose_astype_and_dot_take_scipys_arguments(xp):
+    # transpose(axes, copy) and astype(dtype, casting) raised TypeError, and
+    # astype(dtype, 'unsafe') bound 'unsafe' to copy; dot scaled by a 0-d array
+    a = sp.csr_array(np.array([[1.0, 0, 2], [0, 3, 0]]))
+    m = ours(a, xp)
+    for t, want in ((m.transpose((1, 0)), a.T), (m.transpose([1, 0], copy=True), a.T),
+                    (m.T.transpose(copy=True), a)):
+        assert_same_csr(t.get().to_scipy(), sp.csr_array(want))
+    with pytest.raises(ValueError, match="do not take an 'axes' other than"):
+        m.transpose((0, 1))
+    assert m.astype(np.float32, "unsafe").dtype == np.float32
+    assert m.astype(np.complex128, "safe").dtype == np.complex128
+    with pytest.raises(TypeError, match="cannot cast the values from float64 to int32 by the "
+                                        "rule 'safe'"):
+        m.astype(np.int32, "safe")
+    np.testing.assert_array_equal(host(m.dot(2.0).toarray()), (a * 2.0).toarray())
+    with pytest.raises(ValueError, match="scalar operands are not allowed, use '\\*'"):
+        m.dot(xp.asarray(2.0))
+
+
 def test_check_format_compares_a_patterns_nnz_with_its_offsets():
     m = BitmapMatrix(np.eye(3, dtype=bool))
     m._nnz = 5

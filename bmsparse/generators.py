@@ -462,7 +462,10 @@ def _stencil(grid: Sequence[int], norm: int, diagonal: float, dtype: DTypeLike) 
     """
     ndim = len(grid)
     # Python ints: a product past int64 wrapped round (to 0: an empty matrix)
-    n = check_shape((math.prod(grid), 1))[0]
+    n = math.prod(grid)
+    if n > MAX_DIM:
+        raise ValueError(f"the grid {'x'.join(map(str, grid))} has {n:,} points, more than a "
+                         f"BitmapMatrix's {MAX_DIM:,} rows")
     dtype = check_dtype(dtype)
     if dtype == np.bool_:
         raise TypeError("dtype bool cannot hold the stencil's -1 entries; use a numeric dtype")

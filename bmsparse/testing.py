@@ -42,7 +42,9 @@ def assert_allclose(actual: Any, desired: Any, rtol: float = 1e-7, atol: float =
     ----------
     actual, desired : BitmapMatrix, or anything BitmapMatrix accepts
     rtol, atol : float
-        As for ``numpy.testing.assert_allclose``.
+        As for ``numpy.testing.assert_allclose``, which compares in float64:
+        integer values with both 0 are compared exactly instead (int64s past
+        2^53 would round alike).
 
     Raises
     ------
@@ -66,7 +68,7 @@ def _compare(actual: Any, desired: Any, tolerances: tuple[float, float] | None) 
                                       err_msg=f"{name} differ")
     if a.values is None:
         return
-    if tolerances is None:
+    if tolerances is None or (a.dtype.kind in "iu" and not any(tolerances)):
         np.testing.assert_array_equal(a.values, d.values, err_msg="values differ")
     else:
         np.testing.assert_allclose(a.values, d.values, rtol=tolerances[0], atol=tolerances[1],

@@ -457,7 +457,11 @@ def test_csr_to_bitmap_errors(indptr, indices, match, xp):
     (np.array([1, 1, 2]), np.array([0, 1]), ValueError, "indptr"),     # does not start at 0
     (np.array([0, 2, 1]), np.array([0, 1]), ValueError, "indptr"),     # decreasing
     (np.array([0, 1, 3]), np.array([0, 1]), ValueError, "indptr"),     # ends past nnz
-], ids=["float-indices", "float-indptr", "indptr-start", "indptr-decreasing", "indptr-end"])
+    # a uint64 end past 2^63 was named after a cast to int64: -1
+    (np.array([0, 1, 2**64 - 1], np.uint64), np.array([0, 1]), ValueError,
+     "indptr must end at the number of indices 2, got 18446744073709551615"),
+], ids=["float-indices", "float-indptr", "indptr-start", "indptr-decreasing", "indptr-end",
+        "indptr-end-uint64"])
 def test_csr_to_bitmap_names_the_bad_argument(indptr, indices, error, match, xp):
     # a message names the argument at fault (indices, indptr), as scipy's do
     with pytest.raises(error, match=match):

@@ -242,7 +242,9 @@ def test_stencil_rectangular_grid_defaults_to_nx():
         (lambda: poisson2d_5pt(4, True), TypeError, "ny must be an integer, got bool"),
         (lambda: poisson2d_9pt(None), TypeError, "nx must be an integer, got NoneType"),
         # 2^64 points wrapped round to an empty matrix in int64
-        (lambda: poisson3d_7pt(2**22, 2**21, 2**21), ValueError, "shape must be at most"),
+        # (named as the grid: the shape (n, 1) named before was none the user gave)
+        (lambda: poisson3d_7pt(2**22, 2**21, 2**21), ValueError,
+         "the grid 4194304x2097152x2097152 has 18,446,744,073,709,551,616 points, more than"),
         (lambda: poisson2d_5pt(4, dtype=np.uint8), TypeError, "dtype uint8 is not supported"),
         (lambda: poisson3d_27pt(2, dtype=bool), TypeError, "bool cannot hold the stencil's -1"),
         (lambda: poisson2d_9pt(2, dtype=str), TypeError, "dtype str is not supported"),

@@ -123,6 +123,14 @@ def test_assert_allclose_names_values():
         assert_allclose(a * 1.1, a, rtol=1e-3)
 
 
+def test_assert_allclose_with_no_tolerance_compares_integers_exactly():
+    # numpy compares in float64: 2**62 + 1 and 2**62 passed as equal
+    big, bigger = (BitmapMatrix(np.array([[v]], dtype=np.int64)) for v in (2**62, 2**62 + 1))
+    with pytest.raises(AssertionError, match="values differ"):
+        assert_allclose(bigger, big, rtol=0, atol=0)
+    assert_allclose(bigger, big, rtol=1e-15)  # a tolerance is numpy's, in float64
+
+
 def _scipy_extreme(a: sp.csr_array, name: str, axis, explicit: bool):
     """scipy's max / min as a dense result (its per-line result is a 1-D coo_array)."""
     out = getattr(a, name)(axis=axis, explicit=explicit)

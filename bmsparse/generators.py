@@ -26,7 +26,7 @@ from numpy.typing import DTypeLike
 from scipy.special import ndtri
 
 from ._format import BLOCK, MAX_DIM
-from ._sputils import check_dtype, check_shape, get_index_dtype
+from ._sputils import check_dtype, get_index_dtype
 
 __all__ = [
     "STRUCTURED",

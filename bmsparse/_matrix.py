@@ -766,7 +766,7 @@ class BitmapMatrix(ElementwiseFunctions):
         pattern and stores no False (scipy keeps them as stored False).
         """
         dtype = check_dtype(dtype)
-        if not np.can_cast(self.dtype, dtype, casting):
+        if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting):
             raise TypeError(f"cannot cast the values from {self.dtype.name} to {dtype.name} "
                             f"by the rule {casting!r}")
         if dtype == self.dtype:

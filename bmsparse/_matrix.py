@@ -410,11 +410,7 @@ class BitmapMatrix(ElementwiseFunctions):
             values = xp.asarray(values)
             values = (xp.full(rows.shape, values, dtype=values.dtype) if values.ndim == 0
                       else xp.ascontiguousarray(values))
-            if values.dtype == np.bool_:
-                # a pattern matrix stores no values; False entries are dropped
-                # (the input checked first: the filter would flatten 2-D arrays)
-                convert.check_coo(rows, cols, values)
-                rows, cols, values = rows[values], cols[values], None
+        # (bool values make a pattern: False entries are dropped)
         keys, bitmaps, offsets, values = convert.coo_to_bitmap(rows, cols, values, shape)
         return cls._from_blocks(keys, bitmaps, offsets, values, shape)
 

@@ -111,7 +111,8 @@ def coo_to_bitmap(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> 
     rows, cols : integer [n]
         Indices (checked here: negative or out-of-range ones raise).
     values : T [n] or None
-        None for a pattern (bool) matrix.
+        None for a pattern (bool) matrix; bool values make the pattern of
+        their True entries (a pattern stores no False).
     shape : (int, int)
 
     Returns
@@ -133,6 +134,8 @@ def coo_to_bitmap(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> 
     """
     xp = get_array_module(rows, cols, values)
     check_coo(rows, cols, values)
+    if values is not None and values.dtype == np.bool_:
+        rows, cols, values = rows[values], cols[values], None
     entries = _sorted_entries(xp, rows, cols, None, shape)
     return _to_blocks(xp, entries, values, lambda: _range_message(xp, rows, cols, shape))
 

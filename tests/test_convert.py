@@ -222,6 +222,18 @@ def test_coo_to_bitmap_pattern_merges_duplicates(xp):
     assert_blocks(got, DUPLICATES_SUMMED, None)
 
 
+def test_coo_to_bitmap_of_bool_values_is_the_pattern_of_the_true_ones(xp):
+    rows, cols = xp.asarray(np.array([0, 1, 9, 9])), xp.asarray(np.array([3, 1, 2, 2]))
+    keep = xp.asarray(np.array([True, False, True, False]))
+    keys, bitmaps, offsets, values = convert.coo_to_bitmap(rows, cols, keep, (10, 4))
+    want = convert.coo_to_bitmap(rows[:3:2], cols[:3:2], None, (10, 4))
+    assert values is None
+    for got, expect in zip((keys, bitmaps, offsets), want[:3]):
+        np.testing.assert_array_equal(host(got), host(expect))
+    with pytest.raises(ValueError, match="rows must be 1-D, got 2-D"):  # checked first
+        convert.coo_to_bitmap(rows[:, None], cols[:, None], keep[:, None], (10, 4))
+
+
 @pytest.mark.parametrize("shape,nnz", [((37, 53), 300), ((200, 9), 900), ((1, 1000), 400),
                                        ((1000, 1), 400), ((64, 64), 5000), ((300, 300), 50)])
 def test_coo_to_bitmap_random_against_brute_force(shape, nnz, xp):

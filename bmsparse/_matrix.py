@@ -42,15 +42,6 @@ _ARRAY_DTYPES = {"keys": np.dtype(np.uint64), "bitmaps": np.dtype(np.uint64),
                  "offsets": np.dtype(np.int64)}
 
 
-def _cast_entries(a: Any, dtype: Any) -> BitmapMatrix:
-    """Dense ``a`` of a dtype not stored: its non-zeros, then cast to ``dtype``."""
-    a = _as_operand(a)
-    if a.ndim != 2:
-        raise ValueError(f"expected a 2-D array, got {a.ndim}-D")
-    rows, cols = get_array_module(a).nonzero(a)
-    return BitmapMatrix.from_coo(rows, cols, a[rows, cols].astype(check_dtype(dtype)), a.shape)
-
-
 def _replacement(m: BitmapMatrix, name: str, value: Any) -> Any:
     """``value`` checked as a new ``m.<name>``, as far as it can be alone.
 
@@ -159,7 +150,8 @@ class BitmapMatrix(ElementwiseFunctions):
             # first, as scipy does given a dtype; a dense one's entries are
             # found before (a value the cast makes 0 stays stored, as scipy's)
             sparse = _is_scipy_sparse(arg) or _is_cupyx_sparse(arg)
-            arg = arg.astype(check_dtype(dtype)) if sparse else _cast_entries(arg, dtype)
+            arg = arg.astype(check_dtype(dtype)) if sparse else BitmapMatrix._from_dense(arg,
+                                                                                        dtype)
         if isinstance(arg, BitmapMatrix):
             src = arg.copy() if copy else arg
         elif _is_scipy_sparse(arg):
@@ -488,13 +480,23 @@ class BitmapMatrix(ElementwiseFunctions):
     @classmethod
     def from_dense(cls, a: Any) -> BitmapMatrix:
         """A matrix from a dense 2-D NumPy or CuPy array or nested lists (its non-zeros)."""
+        return cls._from_dense(a)
+
+    @classmethod
+    def _from_dense(cls, a: Any, cast: Any = None) -> BitmapMatrix:
+        """:meth:`from_dense`; with ``cast``, ``a`` may be of a dtype not stored:
+        its entries are found first, then cast (a value the cast makes 0
+        stays stored, as scipy's)."""
         a = _as_operand(a)  # numpy.matrix: its fancy indexing keeps two dimensions
         xp = get_array_module(a)
         if a.ndim != 2:
             raise ValueError(f"expected a 2-D array, got {a.ndim}-D")
-        check_dtype(a.dtype, "dtype")
+        if cast is None:
+            check_dtype(a.dtype, "dtype")
         rows, cols = xp.nonzero(a)
         values = None if a.dtype == np.bool_ else a[rows, cols]
+        if cast is not None:
+            values = values.astype(check_dtype(cast))
         return cls.from_coo(rows, cols, values, a.shape)
 
     # --- attributes --------------------------------------------------------

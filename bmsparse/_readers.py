@@ -174,8 +174,7 @@ def read_matrix(path: PathLike, *, symmetrize: bool = False,
         if kind == "archive":
             a = _read_archive(path)
         elif kind == "mtx":
-            with opener(path, "rb") as f:
-                a = _read_mm(f, canonical or symmetrize)
+            a = read_mm(path, canonical or symmetrize)[0]
         else:
             with opener(path, "rb") as f:
                 a = _read_edge_list(f.read(), str(path))
@@ -187,6 +186,12 @@ def read_matrix(path: PathLike, *, symmetrize: bool = False,
 
 
 _MMREAD_SPARRAY = "spmatrix" in inspect.signature(scipy.io.mmread).parameters
+
+
+def is_archive(path: PathLike) -> bool:
+    """Whether :func:`read_matrix` reads ``path`` as a SuiteSparse archive (by its name)."""
+    split = _split_suffix(Path(os.fsdecode(path)))
+    return split is not None and split[0] == "archive"
 
 
 def read_mm(path: PathLike, canonical: bool = True) -> tuple[Any, list[bytes]]:

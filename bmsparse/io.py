@@ -10,7 +10,7 @@ import numpy as np
 import scipy.io
 
 from ._matrix import BitmapMatrix
-from ._readers import read_matrix, read_mm
+from ._readers import is_archive, read_matrix, read_mm
 from ._sputils import check_dtype
 
 
@@ -63,7 +63,7 @@ def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatri
     dtype = None if dtype is None else check_dtype(dtype)
     path = os.fsdecode(path)
     # as scipy reads it (COO): a CSR's row pointer would grow with the rows
-    if path.lower().endswith(_ARCHIVES):
+    if is_archive(path):
         a = read_matrix(path, canonical=False)
     else:
         a, banner = read_mm(path, canonical=False)
@@ -75,10 +75,6 @@ def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatri
                             f"(float64 keeps their magnitude)")
         dtype = np.dtype(np.int64)
     return BitmapMatrix(a, dtype=dtype)
-
-
-#: what mmread reads as SuiteSparse archives (read_matrix's forms)
-_ARCHIVES = (".tar.gz", ".tgz")
 
 
 def mmwrite(path: str | bytes | os.PathLike, a: Any, *, comment: str | None = "") -> None:
@@ -104,7 +100,7 @@ def mmwrite(path: str | bytes | os.PathLike, a: Any, *, comment: str | None = ""
     if comment is not None and not isinstance(comment, str):
         raise TypeError(f"comment must be a str or None, got {type(comment).__name__}")
     path = os.fsdecode(path)
-    if path.lower().endswith(_ARCHIVES):
+    if is_archive(path):
         raise ValueError(f"mmwrite writes .mtx or .mtx.gz files; {path!r} would read back "
                          f"as a SuiteSparse archive")
     m = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)

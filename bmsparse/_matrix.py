@@ -42,6 +42,20 @@ _ARRAY_DTYPES = {"keys": np.dtype(np.uint64), "bitmaps": np.dtype(np.uint64),
                  "offsets": np.dtype(np.int64)}
 
 
+def _block_array_problem(name: str, arr: Any) -> str | None:
+    """What is wrong with ``arr`` as block array ``name`` (keys, bitmaps or
+    offsets) on its own: its dtype or rank; None when nothing is."""
+    want = _ARRAY_DTYPES[name]
+    if name == "offsets":
+        if arr.dtype != want or arr.ndim != 1:
+            return f"offsets must be a 1-D int64 array, got {arr.ndim}-D {arr.dtype.name}"
+    elif arr.dtype != want:
+        return f"{name} must be {want.name}, got {arr.dtype.name}"
+    elif arr.ndim != 1:
+        return f"{name} must be 1-D, got {arr.ndim}-D"
+    return None
+
+
 def _replacement(m: BitmapMatrix, name: str, value: Any) -> Any:
     """``value`` checked as a new ``m.<name>``, as far as it can be alone.
 
@@ -61,13 +75,13 @@ def _replacement(m: BitmapMatrix, name: str, value: Any) -> Any:
     if not hasattr(value, "ndim") or not hasattr(value, "dtype"):
         raise TypeError(f"{name} must be an array, got {type(value).__name__}")
     get_array_module(m.__dict__["_keys"], value)  # host and device do not mix
-    if value.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got {value.ndim}-D")
     if name != "values":
-        if value.dtype != _ARRAY_DTYPES[name]:
-            raise TypeError(f"{name} must be {_ARRAY_DTYPES[name].name}, got "
-                            f"{value.dtype.name}")
+        problem = _block_array_problem(name, value)
+        if problem is not None:
+            raise (TypeError if value.dtype != _ARRAY_DTYPES[name] else ValueError)(problem)
         return value
+    if value.ndim != 1:
+        raise ValueError(f"values must be 1-D, got {value.ndim}-D")
     check_dtype(value.dtype, "values dtype")
     offsets = m.__dict__["_offsets"]
     if offsets.shape[0] == 0:
@@ -659,18 +673,13 @@ class BitmapMatrix(ElementwiseFunctions):
             An invariant does not hold (the message names it).
         """
         xp = get_array_module(self.keys, self.bitmaps, self.offsets, self.values)
-        for name in ("keys", "bitmaps"):
-            arr = getattr(self, name)
-            if arr.dtype != np.uint64:
-                raise ValueError(f"{name} must be uint64, got {arr.dtype.name}")
-            if arr.ndim != 1:
-                raise ValueError(f"{name} must be 1-D, got {arr.ndim}-D")
+        for name in ("keys", "bitmaps", "offsets"):
+            problem = _block_array_problem(name, getattr(self, name))
+            if problem is not None:
+                raise ValueError(problem)
         if self.keys.shape != self.bitmaps.shape:
             raise ValueError(f"keys and bitmaps must have the same length, got "
                              f"{self.keys.shape[0]} and {self.bitmaps.shape[0]}")
-        if self.offsets.dtype != np.int64 or self.offsets.ndim != 1:
-            raise ValueError(f"offsets must be a 1-D int64 array, got {self.offsets.ndim}-D "
-                             f"{self.offsets.dtype.name}")
         if self.offsets.shape != (self.nblocks + 1,):
             raise ValueError(f"offsets must have length nblocks + 1 = {self.nblocks + 1}, "
                              f"got {self.offsets.shape[0]}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ._format import BLOCK
 from ._matrix import BitmapMatrix
+from ._select import tril, triu
 from ._sputils import SUPPORTED_DTYPES
 from . import graph, semiring, testing
 from .io import mmread, mmwrite
@@ -20,4 +21,4 @@ __version__ = "0.1.0"
 
 __all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "Semiring", "graph",
            "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "semiring", "spgemm",
-           "spmv", "testing"]
+           "spmv", "testing", "tril", "triu"]

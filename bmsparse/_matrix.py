@@ -583,16 +583,26 @@ class BitmapMatrix(ElementwiseFunctions):
         raise ValueError(f"the truth value of a {self.shape[0]}x{self.shape[1]} matrix is "
                          "ambiguous; use A.nnz != 0 or A.count_nonzero() != 0")
 
-    def __eq__(self, other: Any) -> bool:
-        # scipy's == and != are elementwise (== a mostly dense result); the
-        # default, identity, would say False of two equal matrices
-        raise TypeError("== is not defined for BitmapMatrix; compare two matrices with "
-                        "bmsparse.testing.assert_equal, or count their differing entries "
-                        "with (A - B).count_nonzero()")
+    # --- comparisons, as scipy's: a bool matrix of the entries where they
+    # hold (see bmsparse._compare); a dense one with a dense operand
 
-    def __ne__(self, other: Any) -> bool:
-        raise TypeError("!= is not defined for BitmapMatrix; count the differing entries of "
-                        "two matrices with (A - B).count_nonzero()")
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return _compare(self, other, "==")
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return _compare(self, other, "!=")
+
+    def __lt__(self, other: Any) -> Any:
+        return _compare(self, other, "<")
+
+    def __gt__(self, other: Any) -> Any:
+        return _compare(self, other, ">")
+
+    def __le__(self, other: Any) -> Any:
+        return _compare(self, other, "<=")
+
+    def __ge__(self, other: Any) -> Any:
+        return _compare(self, other, ">=")
 
     def __getitem__(self, key: Any) -> Any:
         """``A[key]``, as scipy's ``csr_array`` indexes (see :mod:`bmsparse._indexing`).
@@ -1572,3 +1582,7 @@ def _is_cupyx_sparse(a: Any) -> bool:
     return csp.issparse(a)
 
 
+def _compare(a: BitmapMatrix, other: Any, op: str) -> Any:
+    from ._compare import compare
+
+    return compare(a, other, op)

@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from ._format import BLOCK, block_cols_of, block_rows_of, nblocks_along, popcount
+from ._format import BLOCK, nblocks_along, popcount
 from ._matrix import BitmapMatrix
 from ._primitives import exclusive_scan
+from ._select import pattern, structure, triangle_bitmaps
 from ._sputils import get_array_module
 from .spgemm import masked_pair_sum, spgemm
 
@@ -87,47 +88,11 @@ def _sources(a: BitmapMatrix, sources: Any) -> Any:
     return sources.astype(xp.int64, copy=False)
 
 
-def _structure(a: BitmapMatrix) -> BitmapMatrix:
-    """The pattern of ``a`` (every stored entry, zeros included), sharing its arrays."""
-    if a.values is None:
-        return a
-    return BitmapMatrix._from_blocks(a.keys, a.bitmaps, a.offsets, None, a.shape)
-
-
-def _pattern_matrix(keys: Any, bitmaps: Any, shape: tuple[int, int],
-                    nnz: int | None = None) -> BitmapMatrix:
-    xp = get_array_module(keys)
-    offsets = exclusive_scan(xp, popcount(bitmaps))
-    return BitmapMatrix._from_blocks(keys, bitmaps, offsets, None, shape, nnz=nnz)
-
-
 def _symmetric(a: BitmapMatrix) -> BitmapMatrix:
     """The pattern of ``a`` or ``a.T``: the undirected graph (bool + bool is the
     union of the patterns, a merge of keys)."""
-    pattern = _structure(a)
-    return pattern + pattern.T
-
-
-#: bit (r, c) of a block for c < r: byte r holds its low r bits
-_STRICT_LOWER = sum(((1 << r) - 1) << (BLOCK * r) for r in range(BLOCK))
-#: bit (r, c) of a block for c > r
-_STRICT_UPPER = sum(((0xFF << (r + 1)) & 0xFF) << (BLOCK * r) for r in range(BLOCK))
-
-
-def _triangle_blocks(keys: Any, bitmaps: Any, part: str) -> tuple[Any, Any]:
-    """Keys and bitmaps of the strictly lower (``"lower"``) or upper triangle.
-
-    Blocks off the diagonal are kept or dropped whole; a diagonal block keeps
-    the bits of its own strict triangle; blocks left empty are dropped.
-    """
-    xp = get_array_module(keys, bitmaps)
-    rows, cols = block_rows_of(keys), block_cols_of(keys)
-    side, inside = ((rows > cols, _STRICT_LOWER) if part == "lower"
-                    else (rows < cols, _STRICT_UPPER))
-    kept = xp.where(side, bitmaps, xp.where(rows == cols, bitmaps & xp.uint64(inside),
-                                            xp.uint64(0)))
-    nonempty = kept != 0
-    return keys[nonempty], kept[nonempty]
+    edges = structure(a)
+    return edges + edges.T
 
 
 def _dense_row(xp: Any, n: int) -> tuple[Any, Any, Any]:
@@ -191,8 +156,8 @@ def triangle_count(a: Any) -> int:
     """
     a = _adjacency(a)
     undirected = _symmetric(a)
-    low = _pattern_matrix(*_triangle_blocks(undirected.keys, undirected.bitmaps, "lower"),
-                          a.shape)
+    low = pattern(undirected.keys, triangle_bitmaps(undirected.keys, undirected.bitmaps, -1, True),
+                  a.shape)
     return int(masked_pair_sum(low, low, low))
 
 
@@ -247,7 +212,7 @@ def bfs_levels(a: Any, source: int) -> Any:
     n = a.shape[0]
     source = _vertex(source, n, "source")
     xp = a._xp()
-    adjacency = _structure(a)
+    adjacency = structure(a)
     levels = xp.full(n, -1, dtype=xp.int64)
     levels[source] = 0
     frontier = xp.zeros(n, dtype=bool)
@@ -315,7 +280,7 @@ def multi_source_bfs(a: Any, sources: Any) -> Any:
         return levels
     starts = xp.arange(s, dtype=xp.int64)
     levels[starts, sources] = 0
-    adjacency = _structure(a)
+    adjacency = structure(a)
     frontier = BitmapMatrix.from_coo(starts, sources, None, (s, n))
     visited = frontier
     level = 0
@@ -469,7 +434,7 @@ def pagerank(a: Any, damping: float = 0.85, *, tol: float = 1e-6,
     n = a.shape[0]
     if n == 0:
         return xp.zeros(0)
-    adjacency = _structure(a)  # a pattern matrix multiplies as ones
+    adjacency = structure(a)  # a pattern matrix multiplies as ones
     out_degree = adjacency.count_nonzero(axis=1).astype(np.float64)
     dangling = out_degree == 0
     inverse = xp.where(dangling, 0.0, 1.0 / xp.where(dangling, 1.0, out_degree))

@@ -148,21 +148,6 @@ def same_partition(got: np.ndarray, want: np.ndarray) -> bool:
 # --- block helpers -----------------------------------------------------------------------
 
 
-def test_triangle_masks():
-    assert graph._STRICT_LOWER == 0x7F3F1F0F07030100
-    assert graph._STRICT_UPPER == 0x0080C0E0F0F8FCFE
-
-
-@pytest.mark.parametrize("part", ["lower", "upper"])
-def test_triangle_blocks(xp, case, part):
-    a = ours(case, xp)
-    keys, bitmaps = graph._triangle_blocks(a.keys, a.bitmaps, part)
-    got = BitmapMatrix.from_blocks(keys, bitmaps, None, a.shape).get().toarray()
-    want = pattern(case).toarray() != 0
-    want = np.tril(want, -1) if part == "lower" else np.triu(want, 1)
-    np.testing.assert_array_equal(got, want)
-
-
 def test_symmetric(xp, case):
     got = graph._symmetric(ours(case, xp))
     got.check_format(full_check=True)

@@ -1,0 +1,187 @@
+"""Comparisons of a bitmap matrix, as scipy.sparse's: ``A < 0.5``, ``A != B``, ...
+
+With a scalar or another sparse matrix the result is a bool (pattern)
+BitmapMatrix of the entries where the comparison holds. Where it holds for
+two zeros (``A == B``, ``A <= 1``, ``A != nan``) it holds at every entry
+neither operand stores, and the result is about dense: it is built anyway,
+with scipy's ``SparseEfficiencyWarning``, up to ``MAX_DENSE_ENTRIES``
+entries; beyond, a MemoryError. With a dense array the result is the dense
+comparison, as scipy's.
+
+The test runs on the stored values only (NumPy's or CuPy's comparison); an
+entry one operand does not store counts as a zero. Unlike scipy, a
+comparison that is false at NaN is false at every NaN entry: scipy computes
+``A < 1`` as the complement of ``A >= 1``, true at NaN.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import convert
+from ._format import BLOCK, block_cols_of, block_rows_of, nblocks_along, pack_keys
+from ._matrix import BitmapMatrix, _as_operand, _as_sparse, _is_dense, _is_scalar
+from ._select import pattern, structure
+
+#: operator -> (function, the operator holding where it fails)
+OPS = {"==": (operator.eq, "!="), "!=": (operator.ne, "=="), "<": (operator.lt, ">="),
+       ">": (operator.gt, "<="), "<=": (operator.le, ">"), ">=": (operator.ge, "<")}
+#: entries of the largest dense result built (8 GiB of int64 offsets, bitmaps
+#: and keys would be 3 bytes an entry)
+MAX_DENSE_ENTRIES = 1 << 33
+
+
+def compare(a: BitmapMatrix, other: Any, op: str) -> Any:
+    """``a op other`` for ``op`` in :data:`OPS`.
+
+    Returns
+    -------
+    BitmapMatrix (bool), a dense bool array, or NotImplemented
+        NotImplemented for an operand that is not a number, an array or a
+        sparse matrix (Python then tries the reflected comparison).
+
+    Raises
+    ------
+    ValueError
+        A sparse operand of another shape, or a dense one that does not
+        broadcast to ``a.shape``.
+    MemoryError
+        The result would be dense and larger than ``MAX_DENSE_ENTRIES``.
+    """
+    other = _as_operand(other)
+    sparse = _as_sparse(other)
+    if sparse is not None:
+        return _with_matrix(a, sparse, op)
+    if _is_scalar(other) or (_is_dense(other) and other.ndim == 0):
+        return _with_scalar(a, other, op)
+    if _is_dense(other):
+        return _holds(op, a._dense_operand(other), other)
+    return NotImplemented
+
+
+def _with_scalar(a: BitmapMatrix, scalar: Any, op: str) -> BitmapMatrix:
+    xp = a._xp()
+    scalar = _comparable(_host_scalar(scalar), a.dtype)
+    values = a.values if a.values is not None else xp.ones(a.nnz, dtype=bool)
+    holds = _holds(op, values, scalar)
+    if not _holds(op, np.zeros((), dtype=a.dtype), scalar):
+        return _kept(a, holds)
+    warnings.warn(f"Comparing a sparse matrix with {scalar} using {op} is inefficient. Try "
+                  f"using {OPS[op][1]} instead.", _efficiency_warning(), stacklevel=3)
+    return _all_but(a, ~holds, op)
+
+
+def _with_matrix(a: BitmapMatrix, b: BitmapMatrix, op: str) -> BitmapMatrix:
+    if a.shape != b.shape:
+        raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
+    union = structure(a) + structure(b)  # bool + bool: the union of the structures
+    xp = union._xp()
+    rows, cols = convert.bitmap_to_coo(union.keys, union.bitmaps, union.offsets, union.nnz)
+    holds = _holds(op, _stored(a, xp, rows, cols), _stored(b, xp, rows, cols))
+    if not _holds(op, np.zeros((), dtype=a.dtype), np.zeros((), dtype=b.dtype)):
+        return _kept(union, holds)
+    warnings.warn(f"Comparing two sparse matrices using {op} is inefficient. Try using "
+                  f"{OPS[op][1]} instead.", _efficiency_warning(), stacklevel=3)
+    return _all_but(union, ~holds, op)
+
+
+def _stored(a: BitmapMatrix, xp: Any, rows: Any, cols: Any) -> Any:
+    """``a``'s values at ``(rows, cols)``, zeros where it stores nothing."""
+    from ._indexing import lookup
+
+    values, present = lookup(a, xp, rows, cols)
+    return present if values is None else values
+
+
+def _holds(op: str, x: Any, y: Any) -> Any:
+    """``x op y``; complex operands ordered as NumPy orders them (by real
+    part, then imaginary part), on the GPU too."""
+    compare_op = OPS[op][0]
+    if op in ("==", "!=") or not (_is_complex(x) or _is_complex(y)):
+        return compare_op(x, y)
+    xr, xi, yr, yi = x.real, x.imag, y.real, y.imag
+    strict = operator.lt if op in ("<", "<=") else operator.gt
+    # NumPy's rule: the real parts decide where they differ, unless an
+    # imaginary part is NaN (then the comparison is false)
+    return (strict(xr, yr) & (xi == xi) & (yi == yi)) | ((xr == yr) & compare_op(xi, yi))
+
+
+def _is_complex(x: Any) -> bool:
+    return np.iscomplexobj(x) if not hasattr(x, "dtype") else x.dtype.kind == "c"
+
+
+def _host_scalar(x: Any) -> Any:
+    """A 0-d array as the NumPy scalar of its dtype (a sync for CuPy's),
+    which compares as the array would (NumPy's promotion keeps its dtype,
+    where ``item()`` would make a Python number of it)."""
+    if _is_dense(x):
+        return (x if isinstance(x, np.ndarray) else x.get())[()]
+    return x
+
+
+def _comparable(scalar: Any, dtype: np.dtype) -> Any:
+    """``scalar`` as the comparison takes it: a Python int beyond 64 bits
+    becomes infinite for an integer matrix (every value lies on one side of
+    it) and a float otherwise, as NumPy converts it; others as they are."""
+    if isinstance(scalar, int) and not isinstance(scalar, bool) \
+            and not -(1 << 63) <= scalar < 1 << 64:
+        if dtype.kind in "biu":
+            return float("inf") if scalar > 0 else float("-inf")
+        return float(scalar)
+    return scalar
+
+
+def _efficiency_warning() -> type[Warning]:
+    import scipy.sparse as sp
+
+    return sp.SparseEfficiencyWarning
+
+
+def _kept(a: BitmapMatrix, holds: Any) -> BitmapMatrix:
+    """The pattern of ``a``'s stored entries where ``holds`` (bool [nnz])."""
+    return pattern(a.keys, _bits_where(a, holds), a.shape)
+
+
+def _bits_where(a: BitmapMatrix, flags: Any) -> Any:
+    """Each block's bits whose entry has its flag (uint64 [nblocks])."""
+    from .spgemm import compact
+
+    # int32: a dtype the compaction's kernels take (bool is no value type there)
+    return compact.nonzero_bits(a.bitmaps, a.offsets, flags.astype(np.int32))
+
+
+def _all_but(a: BitmapMatrix, fails: Any, op: str) -> BitmapMatrix:
+    """The pattern of every entry of ``a``'s shape but ``a``'s stored entries
+    where ``fails`` (bool [nnz])."""
+    m, n = a.shape
+    if m * n > MAX_DENSE_ENTRIES:
+        raise MemoryError(
+            f"the comparison with {op} holds at every entry not stored, so its result would "
+            f"store all {m} x {n} entries; compare with {OPS[op][1]} instead (its result is "
+            "sparse) and read it as the entries where this one fails")
+    xp = a._xp()
+    nbr, nbc = nblocks_along(m), nblocks_along(n)
+    if not nbr * nbc:
+        return pattern(a.keys, a.bitmaps, a.shape)
+    blocks = xp.arange(nbr * nbc, dtype=xp.int64)
+    bitmaps = xp.full(nbr * nbc, _full_block(m, n, False, False), dtype=xp.uint64)
+    # the last block row and column cover the edge of the shape only
+    grid = bitmaps.reshape(nbr, nbc)
+    grid[-1, :] = _full_block(m, n, True, False)
+    grid[:, -1] = _full_block(m, n, False, True)
+    grid[-1, -1] = _full_block(m, n, True, True)
+    if a.nblocks:
+        at = block_rows_of(a.keys) * nbc + block_cols_of(a.keys)
+        bitmaps[at] &= ~_bits_where(a, fails)
+    return pattern(pack_keys(blocks // nbc, blocks % nbc), bitmaps, a.shape)
+
+
+def _full_block(m: int, n: int, last_row: bool, last_col: bool) -> np.uint64:
+    """The bitmap of a block of the grid of an m x n matrix holding all it can."""
+    rows = m - (nblocks_along(m) - 1) * BLOCK if last_row else BLOCK
+    cols = n - (nblocks_along(n) - 1) * BLOCK if last_col else BLOCK
+    return np.uint64(sum(((1 << cols) - 1) << (BLOCK * r) for r in range(rows)))

@@ -1,0 +1,214 @@
+"""Comparisons (A < s, A != B, A == dense, ...) against NumPy and scipy's csr_array."""
+
+from __future__ import annotations
+
+import operator
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bmsparse import BitmapMatrix, _compare
+from tests.cases import CASES, DTYPES, host, named, ours
+from tests.helpers import assert_same_csr
+
+OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+       "<=": operator.le, ">=": operator.ge}
+
+
+def expected(op: str, x, y):
+    """NumPy's ``x op y`` (its complex ordering warns at NaN; ours does not)."""
+    with np.errstate(invalid="ignore"):
+        return OPS[op](x, y)
+
+
+def with_specials(a: sp.csr_array) -> sp.csr_array:
+    """``a`` with a NaN and an infinity among its stored entries (floats)."""
+    a = a.copy()
+    if a.dtype.kind in "fc" and a.nnz >= 3:
+        a.data[1] = np.nan
+        a.data[2] = -np.inf
+    return a
+
+
+def check_pattern(got: BitmapMatrix, want: np.ndarray) -> None:
+    """``got`` is a bool matrix storing exactly the True entries of ``want``."""
+    assert isinstance(got, BitmapMatrix)
+    assert got.dtype == np.bool_ and got.values is None
+    got.check_format(full_check=True)
+    np.testing.assert_array_equal(got.get().toarray(), want)
+    assert got.nnz == np.count_nonzero(want)
+
+
+def zero_holds(op: str, x, y) -> bool:
+    return bool(expected(op, np.zeros((), dtype=np.result_type(x)), y))
+
+
+def compared(op: str, left, right):
+    """``left op right``, the efficiency warning (expected where the result is
+    about dense) caught."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        return OPS[op](left, right)
+
+
+SCALARS = [0, 1, -2, 0.5, -0.5, np.nan, np.inf, True]
+
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_with_scalars_against_numpy_and_scipy(xp, dtype, op):
+    a = with_specials(named("tall", dtype, seed=3))
+    dense = a.toarray()
+    mat = ours(a, xp)
+    for s in SCALARS:
+        want = expected(op, dense, s)
+        dense_result = zero_holds(op, dense, s)
+        if dense_result:
+            with pytest.warns(sp.SparseEfficiencyWarning, match=f"using {op} is inefficient"):
+                got = OPS[op](mat, s)
+        else:
+            got = OPS[op](mat, s)
+            # where the result is sparse, scipy agrees entry for entry
+            assert_same_csr(got.get().to_scipy(), expected(op, a, s))
+        check_pattern(got, want)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_with_scalars_every_shape(xp, case):
+    a = with_specials(named(case, "float64", seed=5))
+    mat = ours(a, xp)
+    for op in OPS:
+        for s in (0, 0.5, -1.5, np.nan):
+            check_pattern(compared(op, mat, s), expected(op, a.toarray(), s))
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_reflected_and_numpy_scalars(xp, op):
+    a = named("square", "float64", seed=2)
+    mat = ours(a, xp)
+    for s in (np.float64(0.25), np.int32(-1), np.array(0.25), xp.asarray(0.25)):
+        want = expected(op, a.toarray(), host(s))
+        check_pattern(compared(op, mat, s), want)
+        # s op A is A op' s with the mirrored operator, as for numbers
+        check_pattern(compared(op, s, mat), expected(op, host(s), a.toarray()))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float64", "bool"])
+def test_scalars_past_64_bits(xp, dtype):
+    a = named("dense", dtype, seed=1)
+    mat = ours(a, xp)
+    # (NumPy compares bool arrays with such ints only as integers)
+    dense = a.toarray().astype(np.int64) if dtype == "bool" else a.toarray()
+    for s in (2**70, -(2**70)):
+        for op in OPS:
+            check_pattern(compared(op, mat, s), expected(op, dense, s))
+
+
+@pytest.mark.parametrize("op", ["<", ">", "<=", ">="])
+def test_complex_ordering_as_numpy(xp, op):
+    rng = np.random.default_rng(7)
+    d = (rng.integers(-2, 3, (12, 10)) + 1j * rng.integers(-2, 3, (12, 10))).astype(complex)
+    d[rng.random(d.shape) < 0.4] = 0
+    d[0, 0], d[1, 1], d[2, 2] = complex(1, np.nan), complex(np.nan, 0), complex(0, 1)
+    mat = ours(sp.csr_array(d), xp)
+    for s in (0, 1, 1j, -1j, 1 + 1j, complex(0, np.nan)):
+        check_pattern(compared(op, mat, s), expected(op, d, s))
+    other = d[::-1].copy()
+    check_pattern(compared(op, mat, ours(sp.csr_array(other), xp)), expected(op, d, other))
+
+
+@pytest.mark.parametrize("op", list(OPS))
+@pytest.mark.parametrize("dtypes", [("float64", "float64"), ("int32", "float32"),
+                                    ("bool", "int64"), ("complex128", "float64"),
+                                    ("bool", "bool")])
+def test_two_matrices_against_numpy_and_scipy(xp, dtypes, op):
+    a = with_specials(named("tall", dtypes[0], seed=11))
+    b = named("tall", dtypes[1], seed=12)
+    # b shares some of a's entries, with a's own values: equal there
+    shared = sp.csr_array(a.multiply(named("tall", "bool", seed=13)))
+    if b.dtype.kind != "c":
+        shared = shared.real
+    b = sp.csr_array((b - b.multiply(shared.astype(bool)) + shared).astype(dtypes[1]))
+    want = expected(op, a.toarray(), b.toarray())
+    if zero_holds(op, a.dtype.type(0), b.dtype.type(0)):
+        with pytest.warns(sp.SparseEfficiencyWarning, match="two sparse matrices"):
+            got = OPS[op](ours(a, xp), ours(b, xp))
+    else:
+        got = OPS[op](ours(a, xp), ours(b, xp))
+        if "complex128" not in dtypes or op in ("==", "!="):
+            assert_same_csr(got.get().to_scipy(), expected(op, a, b))
+    check_pattern(got, want)
+
+
+def test_two_matrices_every_shape(xp):
+    for case in CASES:
+        a, b = named(case, "float64", seed=1), named(case, "float64", seed=2)
+        for op in OPS:
+            check_pattern(compared(op, ours(a, xp), ours(b, xp)), expected(op, a.toarray(), b.toarray()))
+
+
+def test_with_a_scipy_matrix_on_the_host():
+    a, b = named("square", "float64", seed=1), named("square", "float64", seed=2)
+    check_pattern(BitmapMatrix(a) != b, a.toarray() != b.toarray())
+
+
+def test_with_dense_arrays_is_dense(xp):
+    a = named("wide", "float64", seed=4)
+    mat = ours(a, xp)
+    dense = a.toarray()
+    rng = np.random.default_rng(0)
+    for other in (rng.integers(-1, 2, a.shape).astype(float), dense[:1], dense[:, :1]):
+        for op in OPS:
+            got = OPS[op](mat, xp.asarray(other))
+            assert type(got) is type(xp.asarray(other)) and got.dtype == np.bool_
+            np.testing.assert_array_equal(host(got), expected(op, dense, other))
+    with pytest.raises(ValueError, match="inconsistent shapes"):
+        mat < xp.ones((2, 3))  # noqa: B015
+
+
+def test_shape_mismatch_is_a_value_error(xp):
+    a, b = ours(named("tall", "float64"), xp), ours(named("wide", "float64"), xp)
+    for op in OPS:
+        with pytest.raises(ValueError, match=r"inconsistent shapes \(37, 21\) and \(9, 70\)"):
+            OPS[op](a, b)
+
+
+def test_non_numbers_are_not_compared(xp):
+    mat = ours(named("tall", "float64"), xp)
+    with pytest.raises(TypeError, match="not supported"):
+        mat < "x"  # noqa: B015
+    with pytest.raises(TypeError, match="not supported"):
+        mat >= None  # noqa: B015
+    assert (mat == "x") is False  # Python's fallback: identity
+
+
+def test_dense_results_past_the_limit_are_refused(xp, monkeypatch):
+    mat = ours(sp.csr_array((2**20, 2**20)), xp)
+    with pytest.raises(MemoryError, match="compare with != instead"):
+        compared("==", mat, 0)
+    monkeypatch.setattr(_compare, "MAX_DENSE_ENTRIES", 37 * 21 - 1)
+    a = ours(named("tall", "float64"), xp)
+    with pytest.raises(MemoryError, match="all 37 x 21 entries; compare with > instead"):
+        compared("<=", a, 1)
+    monkeypatch.setattr(_compare, "MAX_DENSE_ENTRIES", 37 * 21)
+    check_pattern(compared("<=", a, 1), named("tall", "float64").toarray() <= 1)
+
+
+def test_pattern_matrices(xp):
+    a = named("square", "bool", seed=6)
+    mat = ours(a, xp)
+    for op in OPS:
+        for s in (0, 1, True, False, 0.5, 2):
+            check_pattern(compared(op, mat, s), expected(op, a.toarray(), s))
+
+
+def test_scalars_keep_numpys_promotion(xp):
+    # a float64 scalar (NumPy's or a 0-d array) compares a float32 matrix in
+    # float64, a Python float in float32: 0.1 stored as float32 is above 0.1
+    a = sp.csr_array(np.array([[0.1, 0], [0, 1]], dtype=np.float32))
+    mat = ours(a, xp)
+    for s in (np.float64(0.1), np.array(0.1), xp.asarray(0.1), 0.1, np.float32(0.1)):
+        check_pattern(mat > s, a.toarray() > host(s)[()] if hasattr(s, "shape") else
+                      a.toarray() > s)

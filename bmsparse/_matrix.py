@@ -990,8 +990,8 @@ class BitmapMatrix(ElementwiseFunctions):
             source, transpose = ((self._transpose_of, False) if self._transpose_of is not None
                                  else (self, True))
             if other.ndim == 2:
-                return matmul_dense(source, other.T, transpose, True)
-            return matmul_dense(source, other, transpose, False)
+                return matmul_dense(source, other.T, transpose, True, left=True)
+            return matmul_dense(source, other, transpose, False, left=True)
         if _is_scalar(other):
             raise ValueError("scalar operands are not allowed, use '*' instead")
         return NotImplemented
@@ -1377,8 +1377,30 @@ class BitmapMatrix(ElementwiseFunctions):
         return _extremes.arg_extreme(self, _check_axis(axis), False, explicit)
 
     def trace(self, offset: int = 0) -> Any:
-        """Sum of the ``offset``-th diagonal (see :meth:`diagonal`), as NumPy sums it."""
-        return self.diagonal(offset).sum()
+        """Sum of the ``offset``-th diagonal (see :meth:`diagonal`), as NumPy sums it.
+
+        A diagonal longer than the blocks could hold (a hypersparse matrix's,
+        which could take more memory than there is) is not built: the stored
+        entries on it are summed instead, in the dtype NumPy's sum gives.
+
+        Raises
+        ------
+        TypeError
+            ``offset`` is not an integer.
+        """
+        offset = operator_index(offset, "offset")
+        m, n = self.shape
+        length = max(min(m + min(offset, 0), n - max(offset, 0)), 0)
+        if length <= self.nblocks * BLOCK * BLOCK:
+            return self.diagonal(offset).sum()
+        # the diagonal's missing entries are zeros, which add nothing; the
+        # stored entries off it become zeros too, so that the sum has the
+        # dtype NumPy's sum of the diagonal has (int64 for bool and int32)
+        xp = self._xp()
+        rows, cols = self._coo_indices()
+        values = self._data()
+        total = xp.where(cols - rows == offset, values, xp.zeros((), dtype=values.dtype)).sum()
+        return total[()] if xp is np else total
 
     def count_nonzero(self, axis: int | None = None) -> Any:
         """Number of entries that are not zero (stored zeros are not counted), as scipy.

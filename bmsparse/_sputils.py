@@ -146,12 +146,16 @@ def check_max_memory(max_memory: Any) -> int | None:
     return int(min(max_memory, 2**62))
 
 
-def matmul_mismatch(a_shape: tuple[int, int], b_shape: tuple[int, ...]) -> ValueError:
-    """scipy's wording for a dimension mismatch in ``a @ b`` (``b`` a matrix or a vector)."""
+def matmul_mismatch(a_shape: tuple[int, int], b_shape: tuple[int, ...],
+                    written: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> ValueError:
+    """scipy's wording for a dimension mismatch in ``a @ b`` (``b`` a matrix or a
+    vector); ``written``: the operands' shapes to name, where the product the
+    user wrote was computed as ``a @ b`` (``x @ m`` as ``m.T @ x.T``)."""
     m = "1?" if len(b_shape) == 1 else "m"
+    shown = written or (a_shape, b_shape)
     return ValueError(
         f"matmul: dimension mismatch with signature (n,k={a_shape[1]}),"
-        f"(k={b_shape[0]},{m})->(n,{m}) (got shapes {a_shape} and {b_shape})")
+        f"(k={b_shape[0]},{m})->(n,{m}) (got shapes {shown[0]} and {shown[1]})")
 
 
 def get_array_module(*arrays: Any) -> Any:

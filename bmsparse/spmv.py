@@ -70,8 +70,8 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
         ``x`` is a scalar or has more than 2 dimensions, or the inner
         dimensions differ (scipy's message).
     TypeError
-        ``x`` is not an array, ``a`` and ``x`` are on different sides, or the
-        result dtype is not supported.
+        ``x`` is not an array or not of numbers (scipy's message), ``a`` and
+        ``x`` are on different sides, or the result dtype is not supported.
 
     Notes
     -----
@@ -112,16 +112,21 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
     return matmul_dense(a, x, transpose, False)
 
 
-def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
+def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool, *,
+                 left: bool = False) -> Any:
     """``a @ x`` or ``a.T @ x``; with ``out_transposed`` the result is written
-    as its transpose (C-ordered), which is ``x.T @ a`` for ``x @ a``."""
+    as its transpose (C-ordered), which is ``x.T @ a`` for ``x @ a``.
+    ``left``: the product was written ``x.T @ b``, ``b`` the transpose of the
+    matrix multiplied here (``a.T``, or ``a`` with ``transpose``), which only
+    the error message tells."""
     if x.ndim == 0:
         raise ValueError("scalar operands are not allowed, use '*' instead")
     if x.ndim > 2:
         raise ValueError(f"x must be 1-D or 2-D, got {x.ndim}-D")
     shape = a.shape[::-1] if transpose else a.shape
     if x.shape[0] != shape[1]:
-        raise matmul_mismatch(shape, x.shape)
+        # (for x @ m, computed as m.T @ x.T, the shapes as written)
+        raise matmul_mismatch(shape, x.shape, (x.shape[::-1], shape[::-1]) if left else None)
     if type(x) is _kernels._NDARRAY and x.ndim == 1 and x.dtype == a.dtype \
             and a.dtype.kind != "b" and type(a.keys) is _kernels._NDARRAY:
         # a device vector of the matrix's dtype, the common case: no dtype
@@ -130,6 +135,10 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool) -> Any:
         return _launch_kept(a, transpose, x, shape[0], a.values)
     xp = get_array_module(a.keys, x)
     a_dtype, x_dtype = a.dtype, x.dtype
+    if x_dtype.kind not in "biufc":
+        # before promotion, which names no input: it fails or makes a
+        # string or time dtype no product has
+        raise TypeError(f"no supported conversion for types: ({a_dtype!r}, {x_dtype!r})")
     dtype = a_dtype if a_dtype == x_dtype else upcast(a_dtype, x_dtype)
     # bool @ bool counts in int64 and compares with 0: a Boolean product
     boolean = dtype.kind == "b"

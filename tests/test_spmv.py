@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 
 import numpy as np
 import pytest
@@ -652,6 +653,41 @@ def test_mismatch_transposed(xp):
     a = ours(named("tall", "float64"), xp)
     with pytest.raises(ValueError, match=r"\(n,k=37\),\(k=21,1\?\)"):
         a.T @ xp.ones(21)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("left_shape", [(3,), (2, 3), (4, 1)])
+def test_mismatch_names_the_operands_as_written(left_shape, transposed, xp):
+    # x @ A is computed as A.T @ x.T, as scipy does, and the signature is
+    # scipy's for that product; the shapes named are those of x and A
+    a = named("tall", "float64")
+    s, m = (a.T, ours(a, xp).T) if transposed else (a, ours(a, xp))
+    x = xp.ones(left_shape)
+    with pytest.raises(ValueError) as want:
+        host(x) @ s
+    with pytest.raises(ValueError) as got:
+        x @ m
+    assert str(got.value).startswith(str(want.value))
+    assert f"(got shapes {left_shape} and {m.shape})" in str(got.value)
+
+
+@pytest.mark.parametrize("dtype", ["U1", "S1", "O", "M8[D]", "m8[s]", "V4"])
+@pytest.mark.parametrize("matrix_dtype", ["bool", "int64", "float64"])
+def test_non_numeric_operand_names_both_dtypes(matrix_dtype, dtype):
+    # as scipy's message: not a made-up result dtype or a tuple "with no dtype"
+    # (host only: CuPy has no string, object, time or void arrays)
+    a = named("tall", matrix_dtype)
+    x, y = np.zeros(21, dtype=dtype), np.zeros((2, 37), dtype=dtype)
+    with pytest.raises(TypeError):
+        a @ x  # the reference refuses it too
+    m = BitmapMatrix(a)
+    with pytest.raises(TypeError, match="no supported conversion for types: " + re.escape(
+            f"({np.dtype(matrix_dtype)!r}, {x.dtype!r})")):
+        m @ x
+    with pytest.raises(TypeError, match="no supported conversion for types"):
+        y @ m
+    with pytest.raises(TypeError, match="no supported conversion for types"):
+        spmv_function(m, y.T, transpose=True)
 
 
 @pytest.mark.parametrize("operand", [2, 2.5])

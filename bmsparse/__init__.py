@@ -12,6 +12,7 @@ from ._matrix import BitmapMatrix
 from ._select import tril, triu
 from ._sputils import SUPPORTED_DTYPES
 from . import graph, semiring, testing
+from .construct import diags, eye, identity
 from .io import mmread, mmwrite
 from .semiring import Semiring
 from .spgemm import STAGES, masked_pair_sum, plan_slices, spgemm
@@ -19,6 +20,7 @@ from .spmv import spmv
 
 __version__ = "0.1.0"
 
-__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "Semiring", "graph",
+__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "Semiring", "diags", "eye",
+           "graph", "identity",
            "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "semiring", "spgemm",
            "spmv", "testing", "tril", "triu"]

@@ -2,8 +2,8 @@
 
 Keys: integers (negative ones count from the end), slices (any step),
 integer arrays, lists and ranges (any order, repeats), boolean masks (of one axis,
-or of the whole matrix), ``Ellipsis``, and tuples of two of these; a single
-key indexes rows. Index arrays are NumPy arrays for a matrix on the host
+or of the whole matrix; dense or sparse), ``Ellipsis``, and tuples of two of
+these; a single key indexes rows. Index arrays are NumPy arrays for a matrix on the host
 and CuPy arrays for one on the GPU; lists are taken on both sides.
 
 Results, as scipy's, except where scipy returns a 1-D sparse array:
@@ -195,8 +195,9 @@ def _validate(key: Any, shape: tuple[int, int], xp: Any, probe: Any) -> tuple[Ax
 
 
 def _part(item: Any, xp: Any, probe: Any, shape: tuple[int, int]) -> Any:
-    """One item of a key: an int, a slice, an index or mask array on ``xp``,
-    or a pair of index arrays (a sparse mask)."""
+    """One item of a key: an int, a slice, an index or mask array on ``xp``
+    (a 1-D sparse mask as a dense one), or a pair of index arrays (a sparse
+    mask of the whole matrix)."""
     if isinstance(item, slice):
         return item
     if item is None:
@@ -236,11 +237,19 @@ def _part(item: Any, xp: Any, probe: Any, shape: tuple[int, int]) -> Any:
     return arr
 
 
-def _sparse_mask(item: Any, xp: Any, probe: Any, shape: tuple[int, int]) -> tuple[Any, Any]:
-    """The (row, column) index arrays of a sparse boolean mask of the matrix's shape."""
+def _sparse_mask(item: Any, xp: Any, probe: Any, shape: tuple[int, int]) -> Any:
+    """A sparse boolean mask: the (row, column) index arrays of one of the
+    matrix's shape, or the dense mask of a 1-D one (a mask of one axis)."""
     if item.dtype != np.bool_:
         raise IndexError("indexing with a sparse matrix is only supported for a boolean "
-                         f"mask of the matrix's shape, got dtype {item.dtype.name}")
+                         "mask of the matrix's shape or of one axis, got dtype "
+                         f"{item.dtype.name}")
+    if item.ndim == 1:
+        # scipy's 1-D sparse arrays mask one axis, as a dense mask does: its
+        # length is checked against that axis with the dense masks
+        mask = item.toarray()
+        get_array_module(probe, mask)  # (TypeError for a NumPy mask of a GPU matrix)
+        return mask
     if tuple(item.shape) != shape:
         raise IndexError(f"boolean index of shape {tuple(item.shape)} does not match the "
                          f"matrix's shape {shape}")

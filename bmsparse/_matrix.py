@@ -611,7 +611,9 @@ class BitmapMatrix(ElementwiseFunctions):
         ----------
         key : int, slice, int or bool array or list, Ellipsis, or a pair of these
             A single key indexes rows; index arrays are on the matrix's side
-            (NumPy or CuPy; lists on both).
+            (NumPy or CuPy; lists on both). A sparse bool mask (scipy's, or a
+            BitmapMatrix) of the matrix's shape, or a 1-D one of an axis,
+            selects as a dense one.
 
         Returns
         -------

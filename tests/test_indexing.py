@@ -219,6 +219,23 @@ def test_sparse_masks(xp):
         assert_same(BitmapMatrix(a)[mask], want, xp, a.dtype)
 
 
+SPARSE_1D_KEYS = {
+    "rows": lambda m, n: sp.coo_array(np.arange(m) % 3 == 0),
+    "rows, none": lambda m, n: sp.coo_array(np.zeros(m, bool)),
+    "columns": lambda m, n: (slice(1, None), sp.coo_array(np.arange(n) % 4 != 1)),
+    "row, columns": lambda m, n: (2, sp.coo_array(np.arange(n) % 4 != 1)),
+    "paired": lambda m, n: (sp.coo_array(np.arange(m) < 2), sp.coo_array(np.arange(n) < 2)),
+}
+
+
+@pytest.mark.parametrize("name", SPARSE_1D_KEYS)
+def test_1d_sparse_masks(name):
+    # scipy takes a 1-D sparse bool array as the mask of one axis, as a dense one
+    a = named("dense", "int64")
+    key = SPARSE_1D_KEYS[name](*a.shape)
+    assert_same(BitmapMatrix(a)[key], a[key], np, a.dtype)
+
+
 def test_results_are_copies():
     a = named("square", "float64")
     m = BitmapMatrix(a)
@@ -445,6 +462,9 @@ def test_sparse_keys_that_are_not_masks():
     with pytest.raises(IndexError, match=r"boolean index of shape \(9, 69\) does not match the "
                                          r"matrix's shape \(9, 70\)"):
         m[sp.csr_array(np.ones((9, 69), bool))]
+    with pytest.raises(IndexError, match=r"boolean index of shape \(8,\) does not match the "
+                                         r"matrix along axis 0"):
+        m[sp.coo_array(np.ones(8, bool))]
 
 
 @pytest.mark.gpu
@@ -458,6 +478,8 @@ def test_index_arrays_on_the_other_side():
         BitmapMatrix(a).to_device()[:, np.array([1, 2])]
     with pytest.raises(TypeError, match=r"on the host \(NumPy\) or all on the device"):
         BitmapMatrix(a).to_device()[sp.csr_array(a.toarray() > 0)]
+    with pytest.raises(TypeError, match=r"on the host \(NumPy\) or all on the device"):
+        BitmapMatrix(a).to_device()[sp.coo_array(np.ones(a.shape[0], bool))]
 
 
 def test_setitem_raises():

@@ -1238,7 +1238,9 @@ class BitmapMatrix(ElementwiseFunctions):
         axis : {None, 0, 1, -2, -1}
         dtype : dtype, optional
             Of the sum; by default scipy's: int64 for bool and integer
-            matrices, the matrix's dtype otherwise.
+            matrices, the matrix's dtype otherwise. Row and column sums
+            accumulate in the default or ``dtype``, whichever is wider, and
+            are then cast to ``dtype`` (as scipy's).
 
         Returns
         -------
@@ -1276,10 +1278,14 @@ class BitmapMatrix(ElementwiseFunctions):
             sums = self.real.sum(axis, real).astype(dtype)
             sums.imag = self.imag.sum(axis, real)
             return sums
+        # as scipy, in the default accumulator (int64 for integers) or wider:
+        # int32 ones made int32 sums, whose wrapping to 0 turned a nonzero
+        # sum into False for dtype=bool
+        ones = np.promote_types(_sum_dtype(self.dtype), dtype)
         if axis == 1:
-            sums = self @ xp.ones(self.shape[1], dtype=dtype)
+            sums = self @ xp.ones(self.shape[1], dtype=ones)
         else:
-            sums = self.__rmatmul__(xp.ones(self.shape[0], dtype=dtype))
+            sums = self.__rmatmul__(xp.ones(self.shape[0], dtype=ones))
         return sums.astype(dtype, copy=False)
 
     def mean(self, axis: int | None = None, dtype: Any = None) -> Any:

@@ -55,6 +55,16 @@ def test_sum_with_dtype(axis):
     np.testing.assert_allclose(got, a.sum(axis=axis).astype(np.float32))
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float32"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_row_and_column_sums_with_dtype_accumulate_as_scipy(axis, dtype, xp):
+    # an int32 accumulator wrapped -2**31 - 2**31 to 0: False for dtype=bool
+    x = np.array([[-2**31, -2**31, 0], [-2**31, 0, 5], [0, 0, -3]], dtype=np.int32)
+    a = sp.csr_array(x)
+    got, want = ours(a, xp).sum(axis=axis, dtype=dtype), a.sum(axis=axis, dtype=dtype)
+    assert_dense_close(got, want, want.dtype)
+
+
 @pytest.mark.parametrize("axis", [2, -3, 1.0, "rows", True])
 def test_bad_axis(axis):
     a = BitmapMatrix(named("tall", "float64"))
@@ -312,6 +322,31 @@ def test_trace(case, dtype, offset, xp):
     a = named(case, dtype)
     got, want = ours(a, xp).trace(offset), a.trace(offset)
     assert_dense_close(got, np.asarray(want), np.asarray(want).dtype)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2, -(2**35 - 1), 2**35 - 1, 2**35, -2**40])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_trace_of_a_hypersparse_matrix(dtype, offset, xp):
+    # its diagonal, 2**35 entries, would take 256 GiB: the trace sums the stored entries on it
+    n = 2**35
+    rows = np.array([0, 1, 3, 5, n - 1, n - 1])
+    cols = np.array([0, 2, 3, 7, 0, n - 1])
+    values = np.array([3, 5, -2, 4, 7, 1]).astype(dtype)  # (bool: all True)
+    m = BitmapMatrix.from_coo(xp.asarray(rows), xp.asarray(cols), xp.asarray(values), (n, n))
+    # the rest of the diagonal is zeros, which add nothing to NumPy's sum of it
+    want = np.sum(values[cols - rows == offset])
+    got = host(m.trace(offset))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("offset", [1.5, "1", None])
+def test_trace_of_a_non_integer_offset_names_it(offset):
+    a = named("tall", "float64")
+    with pytest.raises(TypeError):
+        a.trace(offset)
+    with pytest.raises(TypeError, match=r"offset must be an integer, got "):
+        BitmapMatrix(a).trace(offset)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

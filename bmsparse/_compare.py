@@ -67,8 +67,12 @@ def _with_scalar(a: BitmapMatrix, scalar: Any, op: str) -> BitmapMatrix:
     xp = a._xp()
     scalar = _comparable(_host_scalar(scalar), a.dtype)
     values = a.values if a.values is not None else xp.ones(a.nnz, dtype=bool)
-    holds = _holds(op, values, scalar)
-    if not _holds(op, np.zeros((), dtype=a.dtype), scalar):
+    # NumPy's promotion decides the type compared in (a Python float is
+    # weak, a NumPy float64 is not); CuPy's differs for NumPy scalars
+    dtype = np.result_type(values.dtype, scalar)
+    scalar = dtype.type(scalar)
+    holds = _holds(op, values.astype(dtype, copy=False), scalar)
+    if not _holds(op, dtype.type(0), scalar):
         return _kept(a, holds)
     warnings.warn(f"Comparing a sparse matrix with {scalar} using {op} is inefficient. Try "
                   f"using {OPS[op][1]} instead.", _efficiency_warning(), stacklevel=3)
@@ -124,14 +128,19 @@ def _host_scalar(x: Any) -> Any:
 
 
 def _comparable(scalar: Any, dtype: np.dtype) -> Any:
-    """``scalar`` as the comparison takes it: a Python int beyond 64 bits
-    becomes infinite for an integer matrix (every value lies on one side of
-    it) and a float otherwise, as NumPy converts it; others as they are."""
-    if isinstance(scalar, int) and not isinstance(scalar, bool) \
-            and not -(1 << 63) <= scalar < 1 << 64:
-        if dtype.kind in "biu":
+    """``scalar`` as the comparison takes it: a Python int out of an integer
+    matrix's range becomes infinite (every value lies on one side of it),
+    one past 64 bits a float for other matrices (as NumPy converts it);
+    others as they are."""
+    if not isinstance(scalar, int) or isinstance(scalar, bool):
+        return scalar
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= scalar <= info.max:
             return float("inf") if scalar > 0 else float("-inf")
-        return float(scalar)
+    elif not -(1 << 63) <= scalar < 1 << 64:
+        return float("inf") if dtype.kind == "b" and scalar > 0 else \
+            float("-inf") if dtype.kind == "b" else float(scalar)
     return scalar
 
 

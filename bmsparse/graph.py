@@ -18,6 +18,7 @@ wherever the matrix lives; results are arrays of the same module.
 
 from __future__ import annotations
 
+import numbers
 import operator
 import warnings
 from typing import Any
@@ -69,8 +70,7 @@ def _sources(a: BitmapMatrix, sources: Any) -> Any:
     """``sources`` as a 1-D int64 array on ``a``'s side, every entry in ``[0, n)``."""
     xp, n = a._xp(), a.shape[0]
     if isinstance(sources, (list, tuple, range)):
-        sources = xp.asarray(np.asarray(sources, dtype=np.int64 if len(sources) == 0
-                                        else None))
+        sources = xp.asarray(_sequence_sources(sources, n))
     elif not hasattr(sources, "ndim"):
         raise TypeError(f"sources must be a sequence or 1-D array of vertices, got "
                         f"{sources!r}; use bfs_levels for one source")
@@ -86,6 +86,36 @@ def _sources(a: BitmapMatrix, sources: Any) -> Any:
         if low < 0 or high >= n:
             raise ValueError(f"sources must be in [0, {n}), got {low if low < 0 else high}")
     return sources.astype(xp.int64, copy=False)
+
+
+def _sequence_sources(sources: list | tuple | range, n: int) -> np.ndarray:
+    """A sequence of sources as a NumPy array, for :func:`_sources` to check.
+
+    ValueError for a ragged sequence (NumPy's "inhomogeneous shape" message
+    names no argument) and for Python ints beyond 64 bits, which NumPy holds
+    in an object array (its dtype would be named as the fault).
+    """
+    try:
+        array = np.asarray(sources, dtype=np.int64 if len(sources) == 0 else None)
+    except ValueError:
+        raise ValueError("sources must be 1-D, got a ragged sequence") from None
+    if array.dtype == object and all(_is_integer(v) and not isinstance(v, (bool, np.bool_))
+                                     for v in sources):
+        # only an integer outside int64 and uint64 makes an object array
+        bad = next(v for v in map(operator.index, sources) if not 0 <= v < n)
+        raise ValueError(f"sources must be in [0, {n}), got {bad}")
+    return array
+
+
+def _real(x: Any, name: str) -> float:
+    """``x`` as a float; TypeError unless it is a real number (a NumPy one, or a
+    0-d real array, included): ``float()`` alone parses strings and takes bools."""
+    real = isinstance(x, numbers.Real) or (
+        getattr(x, "ndim", None) == 0 and getattr(x, "dtype", None) is not None
+        and x.dtype.kind in "iuf")
+    if isinstance(x, (bool, np.bool_)) or not real:
+        raise TypeError(f"{name} must be a real number, got {x!r}")
+    return float(x)
 
 
 def _symmetric(a: BitmapMatrix) -> BitmapMatrix:
@@ -245,8 +275,8 @@ def multi_source_bfs(a: Any, sources: Any) -> Any:
     Raises
     ------
     ValueError
-        ``a`` is not square, ``sources`` is not 1-D, or a source is out of
-        range.
+        ``a`` is not square, ``sources`` is not 1-D (a ragged sequence
+        included), or a source is out of range.
     TypeError
         ``sources`` is not integers.
 
@@ -394,6 +424,8 @@ def pagerank(a: Any, damping: float = 0.85, *, tol: float = 1e-6,
     ------
     ValueError
         ``a`` is not square, or a parameter is out of range.
+    TypeError
+        ``damping`` or ``tol`` is not a real number.
 
     Warns
     -----
@@ -422,7 +454,7 @@ def pagerank(a: Any, damping: float = 0.85, *, tol: float = 1e-6,
     array([0.4865, 0.2568, 0.2568])
     """
     a = _adjacency(a)
-    damping, tol = float(damping), float(tol)
+    damping, tol = _real(damping, "damping"), _real(tol, "tol")
     if not 0.0 <= damping <= 1.0:
         raise ValueError(f"damping must be in [0, 1], got {damping}")
     if not tol > 0.0:

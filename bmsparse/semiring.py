@@ -101,7 +101,8 @@ def get_semiring(semiring: str | Semiring) -> Semiring:
     Raises
     ------
     ValueError
-        Unknown name (the message lists the known ones).
+        Unknown name, or a Semiring equal to none of the constants (the
+        message lists the known ones).
     TypeError
         Neither a string nor a Semiring.
     """
@@ -109,7 +110,12 @@ def get_semiring(semiring: str | Semiring) -> Semiring:
         # the constant itself for an equal copy (a pickle, a deepcopy): the
         # product tells some constants apart by identity
         known = SEMIRINGS.get(semiring.name)
-        return known if known == semiring else semiring
+        if known == semiring:
+            return known
+        # any other has no functor in _cuda/semiring.cuh (and perhaps a monoid
+        # the host has no reduction for): refused here, not deep in a stage
+        raise ValueError(f"unknown semiring {semiring.name!r} (a Semiring that is none of "
+                         f"bmsparse.semiring's constants); known: {', '.join(SEMIRINGS)}")
     if not isinstance(semiring, str):
         raise TypeError(f"semiring must be a name or a bmsparse.semiring constant, got "
                         f"{type(semiring).__name__}")

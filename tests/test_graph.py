@@ -464,6 +464,19 @@ def test_multi_source_bfs_rejects(xp, sources, error, match):
         graph.multi_source_bfs(a, sources)
 
 
+@pytest.mark.parametrize(("sources", "match"), [
+    # read as an object array: "sources must be integers, got dtype object"
+    ([0, 2**70], r"sources must be in \[0, 5\), got 1180591620717411303424"),
+    ((-2**64, 1), r"sources must be in \[0, 5\), got -18446744073709551616"),
+    # NumPy's own "inhomogeneous shape" error
+    ([[0], [1, 2]], "sources must be 1-D, got a ragged sequence"),
+])
+def test_multi_source_bfs_rejects_sequences(xp, sources, match):
+    a = ours(sp.csr_array(np.eye(5)), xp)
+    with pytest.raises(ValueError, match=match):
+        graph.multi_source_bfs(a, sources)
+
+
 @pytest.mark.gpu
 def test_multi_source_bfs_rejects_mixed_sides():
     import cupy
@@ -483,3 +496,22 @@ def test_multi_source_bfs_rejects_mixed_sides():
 def test_pagerank_rejects(kwargs, match):
     with pytest.raises(ValueError, match=match):
         graph.pagerank(np.eye(3), **kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    # a string was parsed by float(), a bool taken as 0 or 1
+    ({"damping": "0.5"}, "damping must be a real number, got '0.5'"),
+    ({"damping": True}, "damping must be a real number, got True"),
+    ({"damping": 0.5j}, r"damping must be a real number, got 0.5j"),
+    ({"tol": None}, "tol must be a real number, got None"),
+])
+def test_pagerank_rejects_non_real_parameters(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        graph.pagerank(np.eye(3), **kwargs)
+
+
+def test_pagerank_accepts_numpy_reals(xp):
+    a = ours(random_graph(13, 0.25, seed=3), xp)
+    want = graph.pagerank(a, 0.85, tol=1e-6)
+    got = graph.pagerank(a, np.float32(0.85), tol=np.float64(1e-6))
+    np.testing.assert_allclose(host(got), host(want), rtol=1e-6)

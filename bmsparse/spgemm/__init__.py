@@ -102,9 +102,11 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
         ``complement`` is True without a mask, the semiring is unknown, or
         ``output`` or ``format`` is unknown.
     TypeError
-        One operand on the host and one on the GPU, a dtype the semiring
-        does not support, ``complement`` not a bool, or with ``format="csr"``
-        on the GPU a dtype that cupyx.scipy.sparse does not support.
+        One operand on the host and one on the GPU, ``dtype`` not a
+        native-order dtype or one the semiring does not support,
+        ``complement`` or ``keep_zeros`` not a bool, ``timings`` not a dict,
+        or with ``format="csr"`` on the GPU a dtype that cupyx.scipy.sparse
+        does not support.
     MemoryError
         On the GPU, one block row of A alone does not fit (the message says
         how much it needed and how much was available); on the host,
@@ -140,6 +142,8 @@ def spgemm(a: Any, b: Any, *, semiring: str | Semiring = "plus_times", mask: Any
     asked = get_semiring(semiring)
     m = _check_mask(mask, (a.shape[0], b.shape[1]))
     _check_complement(complement, m)
+    _check_bool(keep_zeros, "keep_zeros")
+    _check_timings(timings)
     xp = get_array_module(a.keys, b.keys, None if m is None else m.keys)
     sr, dtype = _result_type(asked, a.dtype, b.dtype, dtype)
     csr = format == "csr"
@@ -293,20 +297,20 @@ def _lean(a: BitmapMatrix, b: BitmapMatrix, sr: Semiring, dtype: np.dtype, drop_
 def _result_type(sr: Semiring, a_dtype: np.dtype, b_dtype: np.dtype,
                  dtype: Any) -> tuple[Semiring, np.dtype]:
     """The semiring actually run and C's dtype; TypeError if it does not support it."""
+    if dtype is not None:
+        dtype = _as_dtype(dtype)
     if sr.structural:
-        if dtype is not None and np.dtype(dtype) != _BOOL:
+        if dtype is not None and dtype != _BOOL:
             raise TypeError(f"semiring {sr.name} gives a bool (pattern) result, not "
-                            f"{np.dtype(dtype).name}; for counts use 'plus_pair', or cast "
+                            f"{dtype.name}; for counts use 'plus_pair', or cast "
                             f"the result with astype()")
         return sr, _BOOL
     if sr is plus_pair:
-        dtype = _INT64 if dtype is None else np.dtype(dtype)
+        dtype = _INT64 if dtype is None else dtype
     else:
-        if dtype is not None:
-            dtype = np.dtype(dtype)
-        elif a_dtype is b_dtype and _PROMOTES_TO_ITSELF.get(a_dtype) is a_dtype:
+        if dtype is None and a_dtype is b_dtype and _PROMOTES_TO_ITSELF.get(a_dtype) is a_dtype:
             dtype = a_dtype  # upcast's answer, without its promotion and checks
-        else:
+        elif dtype is None:
             dtype = upcast(a_dtype, b_dtype)
         if sr is plus_times and dtype == _BOOL:
             return get_semiring("lor_land"), dtype  # bool @ bool: the Boolean product
@@ -316,10 +320,35 @@ def _result_type(sr: Semiring, a_dtype: np.dtype, b_dtype: np.dtype,
     return sr, dtype
 
 
+def _as_dtype(dtype: Any) -> np.dtype:
+    """The ``dtype`` argument as a NumPy dtype; TypeError when it is none, or in
+    non-native byte order (C is stored in native order, and the semiring's
+    message would name the dtype as one it supports)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a NumPy dtype, got {dtype!r}") from None
+    if not dt.isnative:
+        raise TypeError(f"dtype {dt.str} is in non-native byte order; use numpy.{dt.name}")
+    return dt
+
+
+def _check_bool(value: Any, name: str) -> None:
+    """TypeError unless ``value`` is a bool (a truthy string such as "no" is no flag)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+
+
+def _check_timings(timings: Any) -> None:
+    """``timings`` is None or a dict: it is cleared, then filled after the stages
+    run (anything else failed only then, with the product computed)."""
+    if timings is not None and not isinstance(timings, dict):
+        raise TypeError(f"timings must be a dict, got {type(timings).__name__}")
+
+
 def _check_complement(complement: Any, mask: BitmapMatrix | None) -> None:
     """``complement`` is a bool, and True only with a mask."""
-    if not isinstance(complement, (bool, np.bool_)):
-        raise TypeError(f"complement must be a bool, got {complement!r}")
+    _check_bool(complement, "complement")
     if complement and mask is None:
         raise ValueError("complement=True needs a mask: it computes the entries the "
                          "mask does not have")
@@ -558,6 +587,8 @@ def masked_pair_sum(a: Any, b: Any, mask: Any) -> int:
     b = b if isinstance(b, BitmapMatrix) else BitmapMatrix(b)
     if a.shape[1] != b.shape[0]:
         raise matmul_mismatch(a.shape, b.shape)
+    if mask is None:  # (None means "no mask" to spgemm, not here)
+        raise TypeError("masked_pair_sum needs a mask, got None")
     m = _check_mask(mask, (a.shape[0], b.shape[1]))
     get_array_module(a.keys, b.keys, m.keys)  # TypeError for a host/device mix
     c_pairs = tasks.masked_pair_counts(m.keys, m.bitmaps, a.keys, a.bitmaps, b.keys, b.bitmaps,

@@ -15,6 +15,7 @@ row, which either fits or raises MemoryError saying what it needed.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable
 
 import numpy as np
@@ -65,7 +66,7 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
     max_memory : int
         Bytes one slice may use.
     value_bytes : int
-        Bytes charged per output value (0 for a Boolean product).
+        Bytes charged per output value (0, the default, for a Boolean product).
 
     Returns
     -------
@@ -76,9 +77,11 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
     Raises
     ------
     TypeError
-        ``a`` or ``b`` is not a BitmapMatrix, or ``max_memory`` not a number.
+        ``a`` or ``b`` is not a BitmapMatrix, ``max_memory`` not a number, or
+        ``value_bytes`` not an integer.
     ValueError
-        The inner dimensions differ, or ``max_memory`` is below 1 byte.
+        The inner dimensions differ, ``max_memory`` is below 1 byte, or
+        ``value_bytes`` below 0.
     MemoryError
         One block row alone needs more than ``max_memory``.
 
@@ -95,6 +98,7 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
     if max_memory is None:
         raise TypeError("max_memory must be a number of bytes, got None")
     max_memory = check_max_memory(max_memory)
+    value_bytes = _check_value_bytes(value_bytes)
     xp = get_array_module(a.keys, b.keys)
     if a.nblocks == 0:
         return [(0, 0)]
@@ -117,6 +121,16 @@ def plan_slices(a: BitmapMatrix, b: BitmapMatrix, max_memory: int,
         used += bytes_
     slices.append((first, a.nblocks))
     return slices
+
+
+def _check_value_bytes(value_bytes: Any) -> int:
+    """``value_bytes`` as a non-negative Python int (a float failed in NumPy's
+    accumulation, a negative count shrank the charge)."""
+    if isinstance(value_bytes, (bool, np.bool_)) or not isinstance(value_bytes, numbers.Integral):
+        raise TypeError(f"value_bytes must be an integer, got {type(value_bytes).__name__}")
+    if value_bytes < 0:
+        raise ValueError(f"value_bytes must be at least 0, got {value_bytes}")
+    return int(value_bytes)
 
 
 def block_needs(a_bitmaps: Any, b_bitmaps: Any, lo: Any, counts: Any,

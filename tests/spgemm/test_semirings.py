@@ -158,6 +158,28 @@ def test_unknown_semiring_lists_the_known_ones():
         spgemm(a, a, semiring=3)
 
 
+@pytest.mark.parametrize("custom", [
+    semiring.Semiring("xor_times", "xor", "times", "XorTimes", (np.dtype(np.float64),)),
+    semiring.Semiring("min_times", "min", "times", "MinTimes", (np.dtype(np.float64),)),
+    # a constant with other dtypes: not the constant, so it kept zeros
+    semiring.Semiring("plus_times", "plus", "times", "PlusTimes", (np.dtype(np.float64),)),
+])
+def test_a_semiring_that_is_no_constant_is_refused(custom, xp):
+    # one of an unknown monoid raised KeyError on the host; none has a
+    # functor in _cuda/semiring.cuh, so none compiles on the GPU
+    a = to_device(BitmapMatrix(np.array([[1.0, 2.0], [3.0, 4.0]])), xp)
+    with pytest.raises(ValueError, match=rf"unknown semiring {custom.name!r} \(a Semiring "
+                                         r"that is none of bmsparse.semiring's constants\); "
+                                         r"known: plus_times"):
+        spgemm(a, a, semiring=custom)
+
+
+def test_masked_pair_sum_needs_a_mask(xp):
+    a = to_device(BitmapMatrix(np.ones((3, 3))), xp)
+    with pytest.raises(TypeError, match="masked_pair_sum needs a mask, got None"):
+        masked_pair_sum(a, a, None)
+
+
 @pytest.mark.parametrize("name,dtype,supported", [
     ("min_plus", "bool", "int32, int64, float32, float64"),
     ("max_times", "complex128", "int32, int64, float32, float64"),

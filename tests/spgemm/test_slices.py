@@ -168,6 +168,19 @@ def test_bad_max_memory_is_refused(max_memory, error, match):
         slices.plan_slices(m, m, max_memory)
 
 
+@pytest.mark.parametrize(("value_bytes", "error", "match"), [
+    (8.5, TypeError, "value_bytes must be an integer, got float"),
+    ("8", TypeError, "value_bytes must be an integer, got str"),
+    (True, TypeError, "value_bytes must be an integer, got bool"),
+    (-8, ValueError, "value_bytes must be at least 0, got -8"),
+])
+def test_plan_slices_checks_value_bytes(value_bytes, error, match, xp):
+    # a float crashed in a ufunc; a negative count shrank the charge
+    m = to_device(BitmapMatrix(random_csr(40, 40, 0.2, seed=1)), xp)
+    with pytest.raises(error, match=match):
+        slices.plan_slices(m, m, 10**6, value_bytes)
+
+
 def test_plan_slices_checks_its_operands():
     a = BitmapMatrix(random_csr(8, 300, 0.5, seed=1))
     b = BitmapMatrix(random_csr(20, 8, 0.5, seed=2))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -93,6 +95,37 @@ def test_complement_needs_a_mask_and_a_bool(complement, error, message, xp):
     a = to_device(BitmapMatrix(random_csr(20, 20, 0.2, seed=9)), xp)
     with pytest.raises(error, match=message):
         spgemm(a, a, complement=complement)
+
+
+@pytest.mark.parametrize("keep_zeros", ["no", None, 1])
+def test_keep_zeros_must_be_a_bool(keep_zeros, xp):
+    # a truthy string ("no") kept the zeros scipy drops, silently
+    a = to_device(BitmapMatrix(random_csr(20, 20, 0.2, seed=9)), xp)
+    with pytest.raises(TypeError, match=re.escape(f"keep_zeros must be a bool, got "
+                                                  f"{keep_zeros!r}")):
+        spgemm(a, a, keep_zeros=keep_zeros)
+
+
+@pytest.mark.parametrize("timings", [[], "stages", 0])
+def test_timings_must_be_a_dict(timings, xp):
+    # a list was cleared, the product computed, then an AttributeError raised
+    a = to_device(BitmapMatrix(random_csr(20, 20, 0.2, seed=9)), xp)
+    with pytest.raises(TypeError, match=re.escape(f"timings must be a dict, got "
+                                                  f"{type(timings).__name__}")):
+        spgemm(a, a, timings=timings)
+
+
+@pytest.mark.parametrize(("dtype", "match"), [
+    # named float64 while listing float64 as supported
+    (">f8" if np.little_endian else "<f8", "is in non-native byte order; use numpy.float64"),
+    ("foo", "dtype must be a NumPy dtype, got 'foo'"),
+])
+def test_dtype_that_is_not_a_native_dtype_says_so(dtype, match, xp):
+    a = to_device(BitmapMatrix(random_csr(20, 20, 0.2, seed=9)), xp)
+    with pytest.raises(TypeError, match=match):
+        spgemm(a, a, dtype=dtype)
+    with pytest.raises(TypeError, match=match):
+        spgemm(a, a, semiring="lor_land", dtype=dtype)
 
 
 def test_chain_of_rectangular_products(xp):

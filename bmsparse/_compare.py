@@ -5,13 +5,15 @@ BitmapMatrix of the entries where the comparison holds. Where it holds for
 two zeros (``A == B``, ``A <= 1``, ``A != nan``) it holds at every entry
 neither operand stores, and the result is about dense: it is built anyway,
 with scipy's ``SparseEfficiencyWarning``, up to ``MAX_DENSE_ENTRIES``
-entries; beyond, a MemoryError. With a dense array the result is the dense
-comparison, as scipy's.
+entries; beyond, a MemoryError (and no warning). With a dense array the
+result is the dense comparison, as scipy's.
 
 The test runs on the stored values only (NumPy's or CuPy's comparison); an
 entry one operand does not store counts as a zero. Unlike scipy, a
 comparison that is false at NaN is false at every NaN entry: scipy computes
-``A < 1`` as the complement of ``A >= 1``, true at NaN.
+``A < 1`` as the complement of ``A >= 1``, true at NaN. A scalar compares
+in NumPy's promotion of it and the matrix's dtype, but an integer with an
+integer (or bool) matrix compares exactly, as NumPy compares int64 with uint64.
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ from . import convert
 from ._format import BLOCK, block_cols_of, block_rows_of, nblocks_along, pack_keys
 from ._matrix import BitmapMatrix, _as_operand, _as_sparse, _is_dense, _is_scalar
 from ._select import pattern, structure
+from ._sputils import upcast
 
 #: operator -> (function, the operator holding where it fails)
 OPS = {"==": (operator.eq, "!="), "!=": (operator.ne, "=="), "<": (operator.lt, ">="),
        ">": (operator.gt, "<="), "<=": (operator.le, ">"), ">=": (operator.ge, "<")}
-#: entries of the largest dense result built (8 GiB of int64 offsets, bitmaps
-#: and keys would be 3 bytes an entry)
+#: entries of the largest dense result built: 2**27 blocks, 3 GiB of keys,
+#: bitmaps and int64 offsets (24 bytes a block)
 MAX_DENSE_ENTRIES = 1 << 33
+#: warnings.warn's stacklevel for the caller's comparison (_dense_result,
+#: _with_scalar or _with_matrix, compare, BitmapMatrix's _compare, the operator)
+_CALLER = 6
 
 
 def compare(a: BitmapMatrix, other: Any, op: str) -> Any:
@@ -50,7 +56,11 @@ def compare(a: BitmapMatrix, other: Any, op: str) -> Any:
         A sparse operand of another shape, or a dense one that does not
         broadcast to ``a.shape``.
     MemoryError
-        The result would be dense and larger than ``MAX_DENSE_ENTRIES``.
+        The result would be dense and larger than ``MAX_DENSE_ENTRIES``
+        (raised before scipy's ``SparseEfficiencyWarning``, which a result
+        built gets).
+    TypeError
+        A number NumPy has no dtype for (a ``Fraction``, a ``Decimal``).
     """
     other = _as_operand(other)
     sparse = _as_sparse(other)
@@ -65,18 +75,17 @@ def compare(a: BitmapMatrix, other: Any, op: str) -> Any:
 
 def _with_scalar(a: BitmapMatrix, scalar: Any, op: str) -> BitmapMatrix:
     xp = a._xp()
-    scalar = _comparable(_host_scalar(scalar), a.dtype)
+    given = _host_scalar(scalar)
+    value = _comparable(given, a.dtype)
     values = a.values if a.values is not None else xp.ones(a.nnz, dtype=bool)
     # NumPy's promotion decides the type compared in (a Python float is
     # weak, a NumPy float64 is not); CuPy's differs for NumPy scalars
-    dtype = np.result_type(values.dtype, scalar)
-    scalar = dtype.type(scalar)
-    holds = _holds(op, values.astype(dtype, copy=False), scalar)
-    if not _holds(op, dtype.type(0), scalar):
+    dtype = _compared_type(values.dtype, value)
+    value = dtype.type(value)
+    holds = _holds(op, values.astype(dtype, copy=False), value)
+    if not _holds(op, dtype.type(0), value):
         return _kept(a, holds)
-    warnings.warn(f"Comparing a sparse matrix with {scalar} using {op} is inefficient. Try "
-                  f"using {OPS[op][1]} instead.", _efficiency_warning(), stacklevel=3)
-    return _all_but(a, ~holds, op)
+    return _dense_result(a, ~holds, op, f"a sparse matrix with {given}")
 
 
 def _with_matrix(a: BitmapMatrix, b: BitmapMatrix, op: str) -> BitmapMatrix:
@@ -88,9 +97,7 @@ def _with_matrix(a: BitmapMatrix, b: BitmapMatrix, op: str) -> BitmapMatrix:
     holds = _holds(op, _stored(a, xp, rows, cols), _stored(b, xp, rows, cols))
     if not _holds(op, np.zeros((), dtype=a.dtype), np.zeros((), dtype=b.dtype)):
         return _kept(union, holds)
-    warnings.warn(f"Comparing two sparse matrices using {op} is inefficient. Try using "
-                  f"{OPS[op][1]} instead.", _efficiency_warning(), stacklevel=3)
-    return _all_but(union, ~holds, op)
+    return _dense_result(union, ~holds, op, "two sparse matrices")
 
 
 def _stored(a: BitmapMatrix, xp: Any, rows: Any, cols: Any) -> Any:
@@ -119,29 +126,51 @@ def _is_complex(x: Any) -> bool:
 
 
 def _host_scalar(x: Any) -> Any:
-    """A 0-d array as the NumPy scalar of its dtype (a sync for CuPy's),
-    which compares as the array would (NumPy's promotion keeps its dtype,
-    where ``item()`` would make a Python number of it)."""
+    """A 0-d array (NumPy's or CuPy's: a sync) as the NumPy scalar of its
+    dtype, which compares as the array would (NumPy's promotion keeps its
+    dtype, where ``item()`` would make a Python number of it)."""
+    if isinstance(x, np.ndarray):
+        return x[()]
     if _is_dense(x):
-        return (x if isinstance(x, np.ndarray) else x.get())[()]
+        return x.get()[()]
     return x
 
 
 def _comparable(scalar: Any, dtype: np.dtype) -> Any:
-    """``scalar`` as the comparison takes it: a Python int out of an integer
-    matrix's range becomes infinite (every value lies on one side of it),
-    one past 64 bits a float for other matrices (as NumPy converts it);
-    others as they are."""
+    """``scalar`` as the comparison takes it: an integer compared with an
+    integer or bool matrix is exact, one out of the range NumPy compares in
+    (the matrix's dtype; int64 for bool) infinite (every value lies on one
+    side of it); a Python int past 64 bits a float for other matrices (as
+    NumPy converts it); others as they are."""
+    if isinstance(scalar, np.integer) and dtype.kind in "biu":
+        # NumPy compares int64 with uint64 exactly, where their common
+        # type (float64) rounds: as a Python int, the scalar compares exactly
+        scalar = int(scalar)
     if not isinstance(scalar, int) or isinstance(scalar, bool):
         return scalar
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
+    if dtype.kind in "biu":
+        info = np.iinfo(np.int64 if dtype.kind == "b" else dtype)
         if not info.min <= scalar <= info.max:
             return float("inf") if scalar > 0 else float("-inf")
     elif not -(1 << 63) <= scalar < 1 << 64:
-        return float("inf") if dtype.kind == "b" and scalar > 0 else \
-            float("-inf") if dtype.kind == "b" else float(scalar)
+        return float(scalar)
     return scalar
+
+
+def _compared_type(dtype: np.dtype, scalar: Any) -> np.dtype:
+    """NumPy's promotion of ``dtype`` and ``scalar``: the type compared in.
+
+    Raises
+    ------
+    TypeError
+        A number NumPy has no dtype for (a ``Fraction``, a ``Decimal``),
+        named as the other operators name it.
+    """
+    try:
+        return np.result_type(dtype, scalar)
+    except TypeError:
+        upcast(scalar)  # raises the library's TypeError naming the scalar
+        raise
 
 
 def _efficiency_warning() -> type[Warning]:
@@ -163,15 +192,26 @@ def _bits_where(a: BitmapMatrix, flags: Any) -> Any:
     return compact.nonzero_bits(a.bitmaps, a.offsets, flags.astype(np.int32))
 
 
-def _all_but(a: BitmapMatrix, fails: Any, op: str) -> BitmapMatrix:
-    """The pattern of every entry of ``a``'s shape but ``a``'s stored entries
-    where ``fails`` (bool [nnz])."""
+def _dense_result(a: BitmapMatrix, fails: Any, op: str, what: str) -> BitmapMatrix:
+    """:func:`_all_but`, with scipy's warning that the result is about dense,
+    or a MemoryError past ``MAX_DENSE_ENTRIES``, raised first (a warning
+    that it is inefficient would precede it, or hide it where warnings are
+    errors)."""
     m, n = a.shape
     if m * n > MAX_DENSE_ENTRIES:
         raise MemoryError(
             f"the comparison with {op} holds at every entry not stored, so its result would "
             f"store all {m} x {n} entries; compare with {OPS[op][1]} instead (its result is "
             "sparse) and read it as the entries where this one fails")
+    warnings.warn(f"Comparing {what} using {op} is inefficient. Try using {OPS[op][1]} "
+                  "instead.", _efficiency_warning(), stacklevel=_CALLER)
+    return _all_but(a, fails)
+
+
+def _all_but(a: BitmapMatrix, fails: Any) -> BitmapMatrix:
+    """The pattern of every entry of ``a``'s shape but ``a``'s stored entries
+    where ``fails`` (bool [nnz])."""
+    m, n = a.shape
     xp = a._xp()
     nbr, nbc = nblocks_along(m), nblocks_along(n)
     if not nbr * nbc:

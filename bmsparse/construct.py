@@ -66,7 +66,10 @@ def diags(diagonals: Any, *, offsets: Any = 0, shape: Any = None, dtype: Any = N
         scalar or a single entry fills the whole diagonal. CuPy arrays put
         the matrix on the GPU.
     offsets : int or sequence of int
-        One per diagonal, no two alike.
+        One per diagonal, no two alike. With a single int, ``diagonals`` is
+        the one diagonal when it is a scalar, an array of at most one
+        dimension or a sequence starting with a number (scipy's test), else
+        a sequence of one diagonal.
     shape : (int, int), optional
         Default: square, just large enough for the first diagonal.
     dtype : dtype, optional
@@ -91,9 +94,8 @@ def diags(diagonals: Any, *, offsets: Any = 0, shape: Any = None, dtype: Any = N
     scalar_offsets = np.ndim(offsets) == 0
     offsets = [operator_index(k, "offsets") for k in
                ([offsets] if scalar_offsets else list(offsets))]
-    if scalar_offsets and (np.ndim(diagonals) == 1 or np.ndim(diagonals) == 0):
-        diagonals = [diagonals]
-    diagonals = list(diagonals)
+    diagonals = [diagonals] if scalar_offsets and _is_one_diagonal(diagonals) else \
+        list(diagonals)
     if len(diagonals) != len(offsets):
         raise ValueError(f"{len(diagonals)} diagonals but {len(offsets)} offsets")
     if len(set(offsets)) != len(offsets):
@@ -112,6 +114,28 @@ def diags(diagonals: Any, *, offsets: Any = 0, shape: Any = None, dtype: Any = N
     return _from_diagonals(diagonals, offsets, shape, dtype, xp)
 
 
+def _is_one_diagonal(diagonals: Any) -> bool:
+    """True when ``diagonals``, given with a single offset, is that one
+    diagonal: a scalar, an array of at most one dimension, or a sequence
+    starting with a number (scipy's test); else it lists diagonals.
+
+    (Not ``np.ndim``: it fails on a ragged list, and on a list of CuPy
+    arrays, which refuse to become a NumPy array.)
+    """
+    ndim = getattr(diagonals, "ndim", None)
+    if ndim is not None:
+        return ndim <= 1
+    if isinstance(diagonals, (list, tuple)):
+        return not diagonals or _is_number(diagonals[0])
+    return True
+
+
+def _is_number(x: Any) -> bool:
+    """A scalar or a 0-d array (NumPy's or CuPy's), not a sequence."""
+    ndim = getattr(x, "ndim", None)
+    return ndim == 0 if ndim is not None else not isinstance(x, (list, tuple))
+
+
 def _first_length(diagonal: Any) -> int:
     if diagonal.ndim != 1:
         raise ValueError("without a shape, the first diagonal must be a 1-D array")
@@ -127,8 +151,8 @@ def _from_diagonals(diagonals: list[Any], offsets: list[int], shape: tuple[int, 
         length = _length(shape, k, i)
         if diagonal.ndim > 1:
             raise ValueError(f"diagonal {i} must be 1-D or a scalar, got {diagonal.ndim}-D")
-        if diagonal.ndim == 1 and diagonal.shape[0] not in (1, length) \
-                and diagonal.shape[0] < length:
+        short = diagonal.ndim == 1 and diagonal.shape[0] != 1 and diagonal.shape[0] < length
+        if short:
             raise ValueError(f"diagonal {i} has {diagonal.shape[0]} entries; offset {k} of a "
                              f"{shape[0]} x {shape[1]} matrix needs {length}")
         row = xp.arange(max(-k, 0), max(-k, 0) + length, dtype=xp.int64)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import operator
 import warnings
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -101,7 +103,9 @@ def test_scalars_past_64_bits(xp, dtype):
     mat = ours(a, xp)
     # (NumPy compares bool arrays with such ints only as integers)
     dense = a.toarray().astype(np.int64) if dtype == "bool" else a.toarray()
-    for s in (2**70, -(2**70)):
+    # (2**63 and 2**64 - 1 fit NumPy's uint64 but not the int64 NumPy takes a
+    # bool matrix's ints in)
+    for s in (2**63, 2**64 - 1, 2**70, -(2**63) - 1, -(2**70)):
         for op in OPS:
             check_pattern(compared(op, mat, s), expected(op, dense, s))
 
@@ -146,7 +150,8 @@ def test_two_matrices_every_shape(xp):
     for case in CASES:
         a, b = named(case, "float64", seed=1), named(case, "float64", seed=2)
         for op in OPS:
-            check_pattern(compared(op, ours(a, xp), ours(b, xp)), expected(op, a.toarray(), b.toarray()))
+            check_pattern(compared(op, ours(a, xp), ours(b, xp)),
+                          expected(op, a.toarray(), b.toarray()))
 
 
 def test_with_a_scipy_matrix_on_the_host():
@@ -212,3 +217,68 @@ def test_scalars_keep_numpys_promotion(xp):
     for s in (np.float64(0.1), np.array(0.1), xp.asarray(0.1), 0.1, np.float32(0.1)):
         check_pattern(mat > s, a.toarray() > host(s)[()] if hasattr(s, "shape") else
                       a.toarray() > s)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_matrices_compare_exactly_with_uint64_scalars(xp, dtype):
+    # NumPy compares int64 with uint64 exactly; their common type, float64,
+    # would round 2**63 - 1 up to 2**63
+    info = np.iinfo(dtype)
+    d = np.array([[info.max, 0, 5], [0, info.min, info.max - 1]], dtype=dtype)
+    mat = ours(sp.csr_array(d), xp)
+    scalars = [np.uint64(2**63), np.uint64(2**63 - 1), np.uint64(2**64 - 1), np.uint64(5),
+               np.array(2**63, dtype=np.uint64), np.uint64(info.max), np.int64(info.max - 1)]
+    for s in scalars:
+        for op in OPS:
+            check_pattern(compared(op, mat, s), expected(op, d, s))
+
+
+#: the far-apart places of the 2**33 x 2**33 matrices below
+HYPER_N = 2**33
+HYPER_AT = [(0, HYPER_N - 1), (5, 7), (2**32, 3), (HYPER_N - 1, 0)]
+
+
+def hypersparse(xp, values) -> BitmapMatrix:
+    """A 2**33 x 2**33 matrix storing ``values`` at ``HYPER_AT``."""
+    rows, cols = np.array(HYPER_AT).T
+    mat = BitmapMatrix.from_coo(rows, cols, values, (HYPER_N, HYPER_N))
+    return mat if xp is np else mat.to_device()
+
+
+def test_hypersparse_results_stay_small_and_dense_ones_are_refused(xp):
+    a_values, b_values = np.array([1.0, -2.0, np.nan, 0.0]), np.array([1.0, 3.0, 0.0, -1.0])
+    a, b = hypersparse(xp, a_values), hypersparse(xp, b_values)
+    for op, other, want in (("!=", b, expected("!=", a_values, b_values)),
+                            ("<", b, expected("<", a_values, b_values)),
+                            (">", 0, expected(">", a_values, 0)),
+                            ("!=", 0, expected("!=", a_values, 0))):
+        got = OPS[op](a, other)
+        assert got.shape == a.shape and got.nnz == np.count_nonzero(want) <= got.nblocks * 64
+        rows, cols = (host(x) for x in got.nonzero())
+        assert sorted(zip(rows, cols)) == sorted(p for p, w in zip(HYPER_AT, want) if w)
+    # the refusal comes first: no "inefficient" warning for a result never
+    # built (the suite turns warnings into errors, which would hide it)
+    for op, other in (("==", b), (">=", b), ("<=", 1), ("!=", np.nan), ("==", 0)):
+        with pytest.raises(MemoryError, match=f"compare with {_compare.OPS[op][1]} instead"):
+            OPS[op](a, other)
+
+
+def test_dense_result_warning_names_the_caller_and_the_scalar(xp):
+    mat = ours(named("tall", "float64", seed=1), xp)
+    ints = ours(named("tall", "int32", seed=1), xp)
+    for m, s in ((mat, 1), (mat, np.float32(0.5)), (ints, 2**64), (ints, 0.5)):
+        with pytest.warns(sp.SparseEfficiencyWarning, match=f"with {s} using <= is") as record:
+            m <= s  # noqa: B015
+        with pytest.warns(sp.SparseEfficiencyWarning, match=f"with {s} using <= is") as more:
+            s >= m  # noqa: B015
+        with pytest.warns(sp.SparseEfficiencyWarning, match="two sparse matrices") as most:
+            m == m  # noqa: B015
+        assert [w.filename for w in [*record, *more, *most]] == [__file__] * 3
+
+
+def test_numbers_without_a_numpy_dtype_are_named(xp):
+    mat = ours(named("tall", "float64"), xp)
+    for s in (Fraction(1, 2), Decimal("0.5")):
+        for op in OPS:
+            with pytest.raises(TypeError, match=f"{type(s).__name__} .* has no NumPy dtype"):
+                OPS[op](mat, s)

@@ -66,9 +66,9 @@ def test_diags_against_scipy(xp, dtype):
         got_csr = on_side(got, xp)
         got_csr.eliminate_zeros()
         assert_same_csr(got_csr, want)
-        kept = sum(min(len(d), bmsparse.construct._length(got.shape, k))
-                   if len(d) > 1 else bmsparse.construct._length(got.shape, k)
-                   for d, k in zip(diagonals, offsets))
+        # (its DIA form keeps them: its nnz counts every entry on a diagonal)
+        kept = sp.diags_array([d.astype(dtype) for d in diagonals], offsets=offsets,
+                              shape=shape, dtype=dtype, format="dia").nnz
         assert got.nnz == (want.nnz if dtype == "bool" else kept)
 
 
@@ -96,3 +96,19 @@ def test_diags_refusals():
         bmsparse.diags([1, 2], offsets=0.5)
     with pytest.raises(TypeError, match="dtype"):
         bmsparse.diags(np.ones(3, dtype=np.int8))
+
+
+def test_diags_one_offset_tells_one_diagonal_from_several(xp):
+    device = xp is not np
+    # as scipy: with one offset, a sequence of numbers is the diagonal; a
+    # sequence of sequences (ragged or not) lists diagonals, one allowed
+    for diagonals in ([[1, 2, 3], [4, 5]], [[1, 2], [3, 4]], [xp.asarray([1, 2]), [3]]):
+        with pytest.raises(ValueError, match="2 diagonals but 1 offsets"):
+            bmsparse.diags(diagonals, offsets=0, device=device)
+        with pytest.raises(ValueError, match="Different number of diagonals and offsets"):
+            sp.diags_array([host(d) for d in diagonals], offsets=0)
+    want = scipy_diags([[1, 2, 3]], [1], None, np.int64)
+    for diagonals in ([1, 2, 3], xp.asarray([1, 2, 3]), [xp.asarray([1, 2, 3])], [[1, 2, 3]]):
+        for k in (1, np.int64(1), np.array(1)):
+            got = bmsparse.diags(diagonals, offsets=k, device=device)
+            assert_same_csr(on_side(got, xp), want)

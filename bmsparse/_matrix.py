@@ -859,7 +859,8 @@ class BitmapMatrix(ElementwiseFunctions):
             None or "bmp": this matrix (a copy with ``copy``); "csr", "csc",
             "coo": :meth:`tocsr`, :meth:`tocsc`, :meth:`tocoo`; "array" or
             "dense": :meth:`toarray`; on the host also scipy's other formats
-            ("bsr", "dia", "dok", "lil"), through :meth:`tocsr`.
+            ("bsr", "dia", "lil" through :meth:`tocsr`, "dok" through
+            :meth:`tocoo`).
         copy : bool
             For None and "bmp"; the other formats are new arrays anyway.
 
@@ -878,7 +879,9 @@ class BitmapMatrix(ElementwiseFunctions):
             if self.on_device:
                 raise ValueError(f"format {format!r} is not one cupyx.scipy.sparse converts "
                                  "to; use A.get().asformat(format)")
-            return self.tocsr().asformat(format)
+            # DOK from COO, as scipy makes it: no index pointer of nrows + 1
+            # words, which a hypersparse matrix could not afford
+            return (self.tocoo() if format == "dok" else self.tocsr()).asformat(format)
         raise ValueError(f"format {format!r} is unknown; use one of None, 'bmp', 'csr', "
                          "'csc', 'coo', 'bsr', 'dia', 'dok', 'lil', 'array', 'dense'")
 
@@ -907,11 +910,21 @@ class BitmapMatrix(ElementwiseFunctions):
 
     def nonzero(self) -> tuple[Any, Any]:
         """Rows and columns (int64) of the stored entries that are not zero,
-        in row-major order, as scipy's ``nonzero``."""
-        indptr, indices, data = self._csr_arrays()
-        rows = convert._csr_rows(self._xp(), indptr)
-        keep = data != 0
-        return rows[keep], indices[keep].astype(np.int64, copy=False)
+        in row-major order, as scipy's ``nonzero``.
+
+        Made from the COO form: memory scales with the entries, not the rows
+        (a CSR form of a hypersparse matrix would need ``nrows + 1`` words).
+        """
+        from . import _primitives
+
+        xp = self._xp()
+        rows, cols = self._coo_indices()
+        keep = self._data() != 0
+        rows, cols = rows[keep], cols[keep]
+        # entries come in (block, bit) order: within a row, by block column
+        # then column in the block, so a stable sort by row gives row-major
+        order = _primitives.stable_argsort(xp, rows)
+        return rows[order], cols[order]
 
     def todense(self) -> Any:
         """Dense 2-D array in the same library (:meth:`toarray`; scipy's sparse

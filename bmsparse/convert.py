@@ -134,10 +134,27 @@ def coo_to_bitmap(rows: Any, cols: Any, values: Any, shape: tuple[int, int]) -> 
     """
     xp = get_array_module(rows, cols, values)
     check_coo(rows, cols, values)
+
+    def explain() -> str:  # (every entry's indices, False ones included)
+        return _range_message(xp, rows, cols, shape)
+
     if values is not None and values.dtype == np.bool_:
-        rows, cols, values = rows[values], cols[values], None
+        return _pattern_of_true(xp, rows, cols, values, shape, explain)
     entries = _sorted_entries(xp, rows, cols, None, shape)
-    return _to_blocks(xp, entries, values, lambda: _range_message(xp, rows, cols, shape))
+    return _to_blocks(xp, entries, values, explain)
+
+
+def _pattern_of_true(xp: Any, rows: Any, cols: Any, values: Any, shape: tuple[int, int],
+                     explain: Callable[[], str]) -> Blocks:
+    """:func:`coo_to_bitmap` of bool ``values``: the pattern of the True entries.
+
+    The False entries are dropped, but their indices are checked too (their
+    errors join the sort's error word, read in the same sync): scipy rejects
+    such input, and a False entry out of range is a fault in it.
+    """
+    errors = _range_errors(xp, rows, cols, shape)
+    *entries, sort_errors = _sorted_entries(xp, rows[values], cols[values], None, shape)
+    return _to_blocks(xp, (*entries, sort_errors | errors), None, explain)
 
 
 def csr_to_bitmap(indptr: Any, indices: Any, values: Any, shape: tuple[int, int]) -> Blocks:
@@ -578,12 +595,29 @@ def bitmap_to_csr(keys: Any, bitmaps: Any, offsets: Any, values: Any,
         rows, cols = bitmap_to_coo(keys, bitmaps, offsets, nnz)
         # entries are in (block, bit) order: a stable sort by row gives CSR order
         order = np.argsort(rows, kind="stable")
-        indptr = np.zeros(shape[0] + 1, dtype=index_dtype)
-        np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
+        indptr = _host_indptr(rows[order], shape[0], index_dtype)
         data = np.ones(nnz, dtype=bool) if values is None else values[order]
         return indptr, cols[order].astype(index_dtype), data
     return _bitmap_to_csr_cuda(keys, bitmaps, offsets, values, shape, nnz, index_dtype,
                                brow_ptr)
+
+
+def _host_indptr(sorted_rows: np.ndarray, nrows: int, index_dtype: np.dtype) -> np.ndarray:
+    """CSR indptr (``index_dtype`` [nrows + 1]) of entries in rows ``sorted_rows``.
+
+    The one array of ``nrows + 1`` words a CSR form needs, and no other: the
+    counts of the rows that have entries go in place, then an in-place scan
+    (a bincount of the rows and its scan added two int64 arrays of ``nrows``
+    words: five times a tall, hypersparse matrix's int32 indptr).
+    """
+    indptr = np.zeros(nrows + 1, dtype=index_dtype)
+    n = sorted_rows.shape[0]
+    if n:
+        starts = np.flatnonzero(np.diff(sorted_rows, prepend=-1))
+        indptr[sorted_rows[starts] + 1] = np.diff(starts, append=n)
+    # (the sum is at most nnz: it fits index_dtype)
+    np.cumsum(indptr, out=indptr, dtype=index_dtype)
+    return indptr
 
 
 def csr_places(keys: Any, bitmaps: Any, nrows: int, index_dtype: np.dtype,

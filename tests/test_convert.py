@@ -771,3 +771,23 @@ def test_a_fresh_matrix_multiplies_without_finding_its_rows_again(monkeypatch):
     monkeypatch.undo()  # C's own rows are found when it is converted
     assert_same_csr(c.to_scipy(), scipy_product(a, a))
     cupy.cuda.Device().synchronize()
+
+
+# --- the range of False entries of bool values -------------------------------------------
+
+
+@pytest.mark.parametrize("rows,cols,match", [
+    ([0, 7], [0, 0], r"row index 7 out of range for shape \(2, 2\)"),
+    ([0, -1], [0, 0], "negative row index -1"),
+    ([0, 0], [0, 9], r"column index 9 out of range for shape \(2, 2\)"),
+    ([9], [0], r"row index 9 out of range for shape \(2, 2\)"),
+], ids=["row-too-big", "negative-row", "col-too-big", "only-false"])
+def test_coo_to_bitmap_checks_the_indices_of_false_entries(rows, cols, match, xp):
+    # bool values make a pattern of their True entries, but every index is
+    # checked first: a False entry out of range is bad input, as scipy says
+    values = np.array([True, False][-len(rows):])
+    with pytest.raises(ValueError):
+        sp.coo_array((values, (np.array(rows), np.array(cols))), shape=(2, 2))
+    with pytest.raises(ValueError, match=match):
+        convert.coo_to_bitmap(xp.asarray(np.array(rows)), xp.asarray(np.array(cols)),
+                              xp.asarray(values), (2, 2))

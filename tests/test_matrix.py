@@ -993,3 +993,77 @@ def test_check_format_compares_a_patterns_nnz_with_its_offsets():
     m._nnz = 5
     with pytest.raises(ValueError, match=r"offsets\[-1\] must equal nnz"):
         m.check_format(full_check=True)
+
+
+# --- bool values out of range, hypersparse conversions ----------------------------------
+
+
+def test_from_csr_and_triplets_check_the_indices_of_false_entries(xp):
+    # a False entry is not stored, but its column is still checked, as scipy does
+    indptr, indices, values = np.array([0, 1, 2]), np.array([1, 5]), np.array([True, False])
+    with pytest.raises(ValueError, match="indices must be < 2"):
+        sp.csr_array((values, indices, indptr), shape=(2, 2)).check_format()
+    with pytest.raises(ValueError, match=r"column index 5 out of range for shape \(2, 2\)"):
+        BitmapMatrix.from_csr(*(xp.asarray(a) for a in (indptr, indices, values)), (2, 2))
+    rows = xp.asarray(np.array([0, 1]))
+    with pytest.raises(ValueError, match=r"column index 5 out of range for shape \(2, 2\)"):
+        BitmapMatrix((xp.asarray(values), (rows, xp.asarray(indices))), shape=(2, 2))
+
+
+#: the largest shape: a CSR form of it needs 2**35 + 1 index words
+HYPERSPARSE = (2**35, 2**35)
+
+
+def hypersparse_scipy(dtype=np.float64) -> sp.coo_array:
+    """A few entries, an explicit zero and a duplicate in the far corners."""
+    n = HYPERSPARSE[0]
+    rows = np.array([n - 1, 0, n - 1, 5, 5, 2**31 + 3])
+    cols = np.array([n - 1, n - 1, 0, 5, 5, 2**33 + 1])
+    values = np.array([1, 2, 0, 3, 4, 5], dtype=dtype)
+    return sp.coo_array((values, (rows, cols)), shape=HYPERSPARSE)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "float64"])
+def test_nonzero_of_a_hypersparse_matrix(dtype, xp):
+    # it went through the CSR form: an indptr of 2**35 + 1 words (256 GiB)
+    a = hypersparse_scipy(dtype)
+    m = ours(a, xp)
+    want = a.copy()
+    want.sum_duplicates()  # row-major order, as nonzero() gives
+    for got, expected in zip(m.nonzero(), want.nonzero()):
+        np.testing.assert_array_equal(host(got), expected)
+
+
+def test_nonzero_is_row_major_and_skips_stored_zeros(xp):
+    a = random_matrix((37, 29), 0.3, "float64", seed=5, explicit_zeros=True)
+    got = ours(a, xp).nonzero()
+    for g, w in zip(got, sp.csr_array(a).nonzero()):
+        np.testing.assert_array_equal(host(g), w)
+        assert g.dtype == np.int64
+
+
+def test_asformat_dok_of_a_hypersparse_matrix():
+    # scipy's COO -> DOK needs no index pointer; ours went through the CSR form
+    a = hypersparse_scipy()
+    got = BitmapMatrix(a).asformat("dok")
+    assert isinstance(got, sp.dok_array) and got.shape == a.shape
+    assert dict(got.items()) == dict(a.todok().items())
+
+
+def test_tocsr_on_the_host_allocates_one_index_pointer():
+    # the row counts were a bincount (nrows int64 words) and its cumsum next to
+    # indptr; a tall matrix with few entries needs little more than indptr itself
+    import tracemalloc
+
+    nrows = 2**22
+    a = sp.coo_array((np.ones(3), (np.array([0, 5, nrows - 1]), np.array([0, 1, 7]))),
+                     shape=(nrows, 8))
+    m = BitmapMatrix(a)
+    tracemalloc.start()
+    try:
+        got = m.tocsr()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert_same_csr(got, a)
+    assert peak <= got.indptr.nbytes + 2**20

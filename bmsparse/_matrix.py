@@ -1029,7 +1029,13 @@ class BitmapMatrix(ElementwiseFunctions):
         sparse = _as_sparse(other)
         if sparse is not None:  # (not -(self - other): a bool matrix has no negation)
             return elementwise(sparse, self, "minus")
-        return -self._add(other, "minus")
+        if _is_scalar(other):
+            if other == 0:
+                return -self
+            raise NotImplementedError("subtracting a sparse array from a nonzero scalar is "
+                                      "not supported")
+        # Python then raises its TypeError, naming both operands
+        return NotImplemented
 
     def _add(self, other: Any, op: str) -> Any:
         from .elementwise import elementwise
@@ -1052,12 +1058,10 @@ class BitmapMatrix(ElementwiseFunctions):
     def _dense_operand(self, other: Any) -> Any:
         """This matrix as a dense array to combine with ``other``, which
         broadcasts to its shape (as scipy's: a row, a column, a 1x1)."""
+        from .elementwise import broadcast_shape
+
         get_array_module(self._block_source().keys, other)
-        try:
-            fits = np.broadcast_shapes(other.shape, self.shape) == self.shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if broadcast_shape(self.shape, other.shape) != self.shape:
             raise ValueError(f"inconsistent shapes {self.shape} and {other.shape}")
         return self.toarray()
 
@@ -1106,7 +1110,7 @@ class BitmapMatrix(ElementwiseFunctions):
 
     def _multiply(self, other: Any) -> Any:
         """:meth:`multiply`, or NotImplemented for an operand it does not take."""
-        from .elementwise import elementwise
+        from .elementwise import broadcast_shape, elementwise
 
         other = _as_operand(other)
         if _is_scalar(other):
@@ -1116,18 +1120,19 @@ class BitmapMatrix(ElementwiseFunctions):
             return elementwise(self, sparse, "times")
         if not _is_dense(other):
             return NotImplemented
-        xp = get_array_module(self._block_source().keys, other)
-        try:
-            shape = np.broadcast_shapes(other.shape, self.shape)
-        except ValueError:
-            raise ValueError(f"inconsistent shapes {self.shape} and {other.shape}") from None
+        get_array_module(self._block_source().keys, other)
+        shape = broadcast_shape(self.shape, other.shape)
         if shape != self.shape:
             raise NotImplementedError(f"multiplying a {self.shape} matrix by a dense "
                                       f"{other.shape} array broadcasts it to {shape}; "
                                       "not supported")
         dtype = upcast(self.dtype, other.dtype)
         rows, cols = self._coo_indices()
-        factor = xp.broadcast_to(other, self.shape)[rows, cols]
+        # other's entry of each stored one: its index 0 along a broadcast axis
+        # (not broadcast_to: NumPy refuses views of more than 2**63 entries)
+        other = other.reshape((1,) * (2 - other.ndim) + other.shape)
+        factor = other[rows if other.shape[0] != 1 else 0 * rows,
+                       cols if other.shape[1] != 1 else 0 * cols]
         values = (factor if self.values is None else self.values * factor).astype(dtype)
         if dtype == np.bool_:
             return BitmapMatrix.from_coo(rows, cols, values, self.shape)

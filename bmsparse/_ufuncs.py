@@ -237,11 +237,10 @@ def extremum(a: BitmapMatrix, other: Any, largest: bool) -> Any:
     if sparse is not None:
         return _with_sparse(a, sparse, name)
     if _is_dense(other):
+        from .elementwise import broadcast_shape
+
         xp = get_array_module(a._block_source().keys, other)
-        try:
-            np.broadcast_shapes(a.shape, other.shape)
-        except ValueError:
-            raise ValueError(f"inconsistent shapes {a.shape} and {other.shape}") from None
+        broadcast_shape(a.shape, other.shape)  # (ValueError: inconsistent shapes)
         return getattr(xp, name)(a.toarray(), other)
     raise TypeError(f"{name}: other must be a sparse matrix, a dense array or a scalar, "
                     f"got {type(other).__name__}")

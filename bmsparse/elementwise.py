@@ -23,6 +23,12 @@ one sync in all.
 Bool (pattern) matrices need no values: their sum is the OR of the bitmaps,
 their difference the XOR (scipy's ``True - True`` is a dropped 0) and their
 product the AND.
+
+A product takes the intersection of the structures (an entry absent from
+one operand makes a 0), unless an operand holds an ``inf`` or a NaN: then it
+takes the union, as scipy's, where that value times the absent 0 is a NaN
+that C keeps. Finding out costs a reduction and a sync on the GPU, for
+floats and complex values only.
 """
 
 from __future__ import annotations
@@ -83,7 +89,9 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     Notes
     -----
     O((a_nblocks + b_nblocks) log + a_nnz + b_nnz) work and memory. On the
-    GPU: one launch and one sync. Deterministic: one operation per entry.
+    GPU: one launch and one sync (a product of floats or complex values: a
+    check for inf and NaN and one more sync first). Deterministic: one
+    operation per entry.
 
     Examples
     --------
@@ -103,11 +111,45 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     combine = AND if op == "times" else XOR if dtype == np.bool_ and op == "minus" else OR
     if dtype != np.bool_:
         a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    if combine == AND and dtype.kind in "fc" and _any_non_finite(a.values, b.values):
+        # inf * 0 and nan * 0 are NaN: an entry absent from the other operand
+        # gives one, which scipy keeps; finite values times 0 are dropped
+        combine = OR
     a_blocks, b_blocks = _blocks(a, dtype), _blocks(b, dtype)
     xp = get_array_module(*a_blocks[:3], *b_blocks[:3])
     merge = _merge_numpy if xp is np else _merge_cuda
     keys, bitmaps, offsets, values, nnz, _ = merge(a_blocks, b_blocks, op, combine)
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, a.shape, nnz=nnz)
+
+
+def _any_non_finite(a_values: Any, b_values: Any) -> bool:
+    """True when ``a_values`` or ``b_values`` (float or complex, NumPy or
+    CuPy) holds an ``inf`` or a NaN; one sync on the GPU."""
+    xp = get_array_module(a_values, b_values)
+    flag = (~xp.isfinite(a_values)).any() | (~xp.isfinite(b_values)).any()
+    return bool(_readback.read_ints((flag.astype(xp.int64).reshape(1), 0))[0])
+
+
+def broadcast_shape(shape: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcast of two shapes, computed on the integers.
+
+    ``numpy.broadcast_shapes`` refuses shapes of more than ``2**63`` entries
+    (those of hypersparse matrices), which a 1x1 operand still broadcasts to.
+
+    Raises
+    ------
+    ValueError
+        The shapes do not broadcast.
+    """
+    ndim = max(len(shape), len(other))
+    out = []
+    for dims in zip((1,) * (ndim - len(shape)) + tuple(shape),
+                    (1,) * (ndim - len(other)) + tuple(other)):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise ValueError(f"inconsistent shapes {tuple(shape)} and {tuple(other)}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
 
 
 def _blocks(a: Any, dtype: np.dtype) -> tuple[Any, Any, Any, Any]:

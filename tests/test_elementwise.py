@@ -527,3 +527,81 @@ def test_property_matches_scipy(m, n, density, seed, op, dtype):
     b = partner(a, seed + 1)
     got = OPS[op](BitmapMatrix(a), BitmapMatrix(b))
     assert_same_csr(got.to_scipy(), scipy_result(op, a, b), rtol=0)
+
+
+@pytest.mark.parametrize("star", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_product_of_non_finite_and_absent_is_nan(dtype, star, xp):
+    # scipy's product is over the union of the structures: where one operand
+    # has no entry it is a 0, and inf * 0 or nan * 0 is a NaN that it keeps
+    # (a finite value times 0 is a dropped zero)
+    d = np.zeros((11, 10))
+    d[0, :4] = [np.inf, -np.inf, np.nan, 2.0]
+    d[9, 9] = np.inf
+    a = sp.csr_array(d.astype(dtype))
+    b = sp.csr_array(np.eye(11, 10, dtype=dtype))  # one shared entry, (0, 0)
+    for x, y in ((a, b), (b, a)):
+        got = OPS["star" if star else "times"](ours(x, xp), ours(y, xp))
+        got.check_format(full_check=True)
+        want = scipy_result("times", x, y)
+        assert want.nnz == 4  # (0, 0) to (0, 2) and (9, 9); 2 * 0 is dropped
+        assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+@pytest.mark.parametrize("other", [None, object(), "x"], ids=["none", "object", "str"])
+def test_reflected_subtraction_of_what_it_does_not_take_raises(other):
+    # Python's own TypeError, naming both operands (not one about negating
+    # NotImplemented)
+    a = BitmapMatrix(named("tall", "float64"))
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for -: "
+                       f"'{type(other).__name__}' and 'BitmapMatrix'"):
+        other - a
+
+
+def test_nonzero_scalar_minus_matrix_raises():
+    with pytest.raises(NotImplementedError, match="subtracting a sparse array from a nonzero "
+                       "scalar is not supported"):
+        1.5 - BitmapMatrix(named("tall", "float64"))
+
+
+def hypersparse(xp) -> BitmapMatrix:
+    """A 2**33 x 2**33 float64 matrix of three entries (no dense form fits)."""
+    n = 2**33
+    rows, cols = np.array([0, 5, n - 1]), np.array([n - 1, 7, n - 1])
+    m = BitmapMatrix.from_coo(rows, cols, np.array([1.0, -2.0, 3.0]), (n, n))
+    return m if xp is np else m.to_device()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1,), ()])
+def test_multiply_hypersparse_by_dense_scalar(shape, xp):
+    # a 1x1 broadcasts to any shape, even one with more than 2**63 entries
+    # (numpy.broadcast_shapes refuses those)
+    a = hypersparse(xp)
+    got = a.multiply(xp.full(shape, 2.0)).get()
+    # (no CSR of this shape fits: its row pointer would have 2**33 + 1 entries)
+    rows, cols = a.get()._coo_indices()
+    want = sp.coo_array((2.0 * a.get()._data(), (rows, cols)), shape=a.shape)
+    got_rows, got_cols = got._coo_indices()
+    np.testing.assert_array_equal(got_rows, want.row)
+    np.testing.assert_array_equal(got_cols, want.col)
+    np.testing.assert_array_equal(got._data(), want.data)
+
+
+@pytest.mark.parametrize("op", ["plus", "minus"])
+def test_dense_result_too_large_is_not_called_inconsistent(op, xp):
+    # (1, 1) broadcasts to the shape: the dense result is what cannot be made
+    a = hypersparse(xp)
+    with pytest.raises(ValueError) as info:
+        OPS[op](a, xp.ones((1, 1)))
+    assert "inconsistent shapes" not in str(info.value)
+    with pytest.raises(ValueError, match=r"inconsistent shapes \(8589934592, 8589934592\) "
+                       r"and \(1, 3\)"):
+        OPS[op](a, xp.ones((1, 3)))
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+def test_extremum_with_dense_too_large_is_not_called_inconsistent(name, xp):
+    a = hypersparse(xp)
+    with pytest.raises(ValueError) as info:
+        getattr(a, name)(xp.ones((1, 1)))
+    assert "inconsistent shapes" not in str(info.value)

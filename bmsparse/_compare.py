@@ -24,10 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from . import convert
 from ._format import BLOCK, block_cols_of, block_rows_of, nblocks_along, pack_keys
 from ._matrix import BitmapMatrix, _as_operand, _as_sparse, _is_dense, _is_scalar
-from ._select import pattern, structure
+from ._select import pattern
 from ._sputils import upcast
 
 #: operator -> (function, the operator holding where it fails)
@@ -85,27 +84,20 @@ def _with_scalar(a: BitmapMatrix, scalar: Any, op: str) -> BitmapMatrix:
     holds = _holds(op, values.astype(dtype, copy=False), value)
     if not _holds(op, dtype.type(0), value):
         return _kept(a, holds)
-    return _dense_result(a, ~holds, op, f"a sparse matrix with {given}")
+    _dense_warning(a.shape, op, f"a sparse matrix with {given}")
+    return _all_but(_kept(a, ~holds))
 
 
 def _with_matrix(a: BitmapMatrix, b: BitmapMatrix, op: str) -> BitmapMatrix:
+    # A + B's merge with the comparison as its operation: one launch
+    from .elementwise import compare as merged
+
     if a.shape != b.shape:
         raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
-    union = structure(a) + structure(b)  # bool + bool: the union of the structures
-    xp = union._xp()
-    rows, cols = convert.bitmap_to_coo(union.keys, union.bitmaps, union.offsets, union.nnz)
-    holds = _holds(op, _stored(a, xp, rows, cols), _stored(b, xp, rows, cols))
     if not _holds(op, np.zeros((), dtype=a.dtype), np.zeros((), dtype=b.dtype)):
-        return _kept(union, holds)
-    return _dense_result(union, ~holds, op, "two sparse matrices")
-
-
-def _stored(a: BitmapMatrix, xp: Any, rows: Any, cols: Any) -> Any:
-    """``a``'s values at ``(rows, cols)``, zeros where it stores nothing."""
-    from ._indexing import lookup
-
-    values, present = lookup(a, xp, rows, cols)
-    return present if values is None else values
+        return merged(a, b, op)
+    _dense_warning(a.shape, op, "two sparse matrices")
+    return _all_but(merged(a, b, "~" + op))
 
 
 def _holds(op: str, x: Any, y: Any) -> Any:
@@ -192,12 +184,11 @@ def _bits_where(a: BitmapMatrix, flags: Any) -> Any:
     return compact.nonzero_bits(a.bitmaps, a.offsets, flags.astype(np.int32))
 
 
-def _dense_result(a: BitmapMatrix, fails: Any, op: str, what: str) -> BitmapMatrix:
-    """:func:`_all_but`, with scipy's warning that the result is about dense,
-    or a MemoryError past ``MAX_DENSE_ENTRIES``, raised first (a warning
-    that it is inefficient would precede it, or hide it where warnings are
-    errors)."""
-    m, n = a.shape
+def _dense_warning(shape: tuple[int, int], op: str, what: str) -> None:
+    """scipy's warning that the result is about dense, or a MemoryError past
+    ``MAX_DENSE_ENTRIES``, raised first (the warning would precede it, or
+    hide it where warnings are errors)."""
+    m, n = shape
     if m * n > MAX_DENSE_ENTRIES:
         raise MemoryError(
             f"the comparison with {op} holds at every entry not stored, so its result would "
@@ -205,17 +196,15 @@ def _dense_result(a: BitmapMatrix, fails: Any, op: str, what: str) -> BitmapMatr
             "sparse) and read it as the entries where this one fails")
     warnings.warn(f"Comparing {what} using {op} is inefficient. Try using {OPS[op][1]} "
                   "instead.", _efficiency_warning(), stacklevel=_CALLER)
-    return _all_but(a, fails)
 
 
-def _all_but(a: BitmapMatrix, fails: Any) -> BitmapMatrix:
-    """The pattern of every entry of ``a``'s shape but ``a``'s stored entries
-    where ``fails`` (bool [nnz])."""
-    m, n = a.shape
-    xp = a._xp()
+def _all_but(fails: BitmapMatrix) -> BitmapMatrix:
+    """The pattern of every entry of ``fails``'s shape but those it stores."""
+    m, n = fails.shape
+    xp = fails._xp()
     nbr, nbc = nblocks_along(m), nblocks_along(n)
     if not nbr * nbc:
-        return pattern(a.keys, a.bitmaps, a.shape)
+        return fails
     blocks = xp.arange(nbr * nbc, dtype=xp.int64)
     bitmaps = xp.full(nbr * nbc, _full_block(m, n, False, False), dtype=xp.uint64)
     # the last block row and column cover the edge of the shape only
@@ -223,10 +212,10 @@ def _all_but(a: BitmapMatrix, fails: Any) -> BitmapMatrix:
     grid[-1, :] = _full_block(m, n, True, False)
     grid[:, -1] = _full_block(m, n, False, True)
     grid[-1, -1] = _full_block(m, n, True, True)
-    if a.nblocks:
-        at = block_rows_of(a.keys) * nbc + block_cols_of(a.keys)
-        bitmaps[at] &= ~_bits_where(a, fails)
-    return pattern(pack_keys(blocks // nbc, blocks % nbc), bitmaps, a.shape)
+    if fails.nblocks:
+        at = block_rows_of(fails.keys) * nbc + block_cols_of(fails.keys)
+        bitmaps[at] &= ~fails.bitmaps
+    return pattern(pack_keys(blocks // nbc, blocks % nbc), bitmaps, fails.shape)
 
 
 def _full_block(m: int, n: int, last_row: bool, last_col: bool) -> np.uint64:

@@ -48,7 +48,8 @@
 //   T         a_values[a_nnz]           - values of A (unused without values)
 //   u64       b_keys[b_nblocks], b_bitmaps[b_nblocks], long long b_offsets[b_nblocks + 1],
 //             T b_values[b_nnz]         - B
-//   long long op                        - BMSPARSE_OP_PLUS, _MINUS or _TIMES
+//   long long op                        - BMSPARSE_OP_PLUS, _MINUS, _TIMES, or a
+//                                         comparison (C a pattern; c_values unused)
 //   long long combine                   - BMSPARSE_COMBINE_OR, _XOR or _AND
 //   long long values                    - 1: compute values, 0: bools (bitmaps only)
 //   u64       work[4 n + 2 + 2 grid]    - scratch, n slots = a_nblocks + b_nblocks
@@ -87,6 +88,17 @@
 #define BMSPARSE_OP_PLUS 0
 #define BMSPARSE_OP_MINUS 1
 #define BMSPARSE_OP_TIMES 2
+// comparisons (bmsparse/_compare.py): the value is 1 where the comparison
+// holds, else 0, so the owed entries are where it holds; with
+// BMSPARSE_OP_FAILS added, where it fails (not the opposite comparison: at
+// NaN both fail). No values are written: C is a pattern.
+#define BMSPARSE_OP_EQ 3
+#define BMSPARSE_OP_NE 4
+#define BMSPARSE_OP_LT 5
+#define BMSPARSE_OP_GT 6
+#define BMSPARSE_OP_LE 7
+#define BMSPARSE_OP_GE 8
+#define BMSPARSE_OP_FAILS 16
 
 #define BMSPARSE_COMBINE_OR 0
 #define BMSPARSE_COMBINE_XOR 1
@@ -102,13 +114,45 @@ __device__ __forceinline__ bm_complex<R> operator-(const bm_complex<R>& a, const
     return bm_complex<R>(a.re - b.re, a.im - b.im);
 }
 
+// a op b for the comparisons; complex values ordered as NumPy orders them:
+// by real part where the real parts differ and no imaginary part is NaN,
+// else by imaginary part where the real parts are equal
 template <typename T>
-__device__ __forceinline__ T apply_op(int op, const T& a, const T& b) {
-    return op == BMSPARSE_OP_TIMES ? a * b : op == BMSPARSE_OP_MINUS ? a - b : a + b;
+__device__ __forceinline__ bool holds(int op, const T& a, const T& b) {
+    switch (op) {
+        case BMSPARSE_OP_EQ: return a == b;
+        case BMSPARSE_OP_NE: return !(a == b);
+        case BMSPARSE_OP_LT: return a < b;
+        case BMSPARSE_OP_GT: return a > b;
+        case BMSPARSE_OP_LE: return a <= b;
+        default: return a >= b;
+    }
 }
 
-// what the passes read and write
-template <typename T>
+template <typename R>
+__device__ __forceinline__ bool holds(int op, const bm_complex<R>& a, const bm_complex<R>& b) {
+    const bool equal = a.re == b.re && a.im == b.im;
+    if (op == BMSPARSE_OP_EQ || op == BMSPARSE_OP_NE) return equal == (op == BMSPARSE_OP_EQ);
+    const bool lower = op == BMSPARSE_OP_LT || op == BMSPARSE_OP_LE;
+    const bool strict = op == BMSPARSE_OP_LT || op == BMSPARSE_OP_GT;
+    const bool by_re = (lower ? a.re < b.re : a.re > b.re) && a.im == a.im && b.im == b.im;
+    const bool by_im = a.re == b.re && (strict ? (lower ? a.im < b.im : a.im > b.im)
+                                              : (lower ? a.im <= b.im : a.im >= b.im));
+    return by_re || by_im;
+}
+
+// (the comparisons are a kernel of their own: their code in the arithmetic
+// kernel took registers, spilling in long long's, 80 -> 106 in complex128's)
+template <bool COMPARE, typename T>
+__device__ __forceinline__ T apply_op(int op, const T& a, const T& b) {
+    if constexpr (COMPARE)
+        return T(holds(op & (BMSPARSE_OP_FAILS - 1), a, b) != (op >= BMSPARSE_OP_FAILS) ? 1 : 0);
+    else
+        return op == BMSPARSE_OP_TIMES ? a * b : op == BMSPARSE_OP_MINUS ? a - b : a + b;
+}
+
+// what the passes read and write; C: a comparison (C is a pattern)
+template <typename T, bool C>
 struct Merge {
     const u64* __restrict__ a_keys;
     const u64* __restrict__ a_bitmaps;
@@ -129,8 +173,8 @@ struct Merge {
 
 // the operands' blocks of slot t: A's block (or -1) and B's (or -1), from
 // its rank
-template <typename T>
-__device__ __forceinline__ void slot_blocks(const Merge<T>& m, long long t, long long rank,
+template <typename T, bool C>
+__device__ __forceinline__ void slot_blocks(const Merge<T, C>& m, long long t, long long rank,
                                             long long* ia, long long* ib)
 {
     const bool from_a = t < m.a_nblocks;
@@ -145,8 +189,8 @@ __device__ __forceinline__ void slot_blocks(const Merge<T>& m, long long t, long
 // so that their loads overlap: all 8 at once take twice the registers of 2,
 // but were the fastest on an H100 (bcsstk33 + its transpose: 33 us against
 // 45 us for 2, 49 us loading one value at a time).
-template <typename T, typename Emit>
-__device__ __forceinline__ void row_values(const Merge<T>& m, long long ia, long long ib, int r,
+template <typename T, bool C, typename Emit>
+__device__ __forceinline__ void row_values(const Merge<T, C>& m, long long ia, long long ib, int r,
                                            unsigned int row, Emit emit)
 {
     const u64 a_bm = ia >= 0 ? m.a_bitmaps[ia] : 0ull, b_bm = ib >= 0 ? m.b_bitmaps[ib] : 0ull;
@@ -166,13 +210,13 @@ __device__ __forceinline__ void row_values(const Merge<T>& m, long long ia, long
         }
 #pragma unroll
         for (int u = 0; u < BMSPARSE_ELEMENTWISE_LOADS; ++u)
-            if ((row >> (c0 + u)) & 1u) emit(c0 + u, apply_op(m.op, av[u], bv[u]));
+            if ((row >> (c0 + u)) & 1u) emit(c0 + u, apply_op<C>(m.op, av[u], bv[u]));
     }
 }
 
 // pass 1, the search: slot t's rank
-template <typename T>
-__device__ __forceinline__ long long search_slot(const Merge<T>& m, long long t)
+template <typename T, bool C>
+__device__ __forceinline__ long long search_slot(const Merge<T, C>& m, long long t)
 {
     const bool from_a = t < m.a_nblocks;
     const u64* __restrict__ other_keys = from_a ? m.b_keys : m.a_keys;
@@ -187,8 +231,8 @@ __device__ __forceinline__ long long search_slot(const Merge<T>& m, long long t)
 // pass 1, the bits: row r of slot t, 8 threads per slot (consecutive lanes)
 // and every lane of the warp calling (`active` false past the slots): the
 // bitmap the slot owes, on each of its threads
-template <typename T>
-__device__ __forceinline__ u64 slot_bits(const Merge<T>& m, long long t, long long rank, int r,
+template <typename T, bool C>
+__device__ __forceinline__ u64 slot_bits(const Merge<T, C>& m, long long t, long long rank, int r,
                                          bool active)
 {
     u64 bits = 0;
@@ -239,8 +283,8 @@ __device__ void scan_block_sums(u64* sums, u64* warp_sums)
 // pass 2: exclusive scans of (bits != 0) and popcount(bits) over the
 // thread block's run of slots [lo, hi), after the (blocks, values) of the
 // runs before it; the thread block ending the slots writes the totals
-template <typename T>
-__device__ void scan_slots(const Merge<T>& m, long long n, long long lo, long long hi,
+template <typename T, bool C>
+__device__ void scan_slots(const Merge<T, C>& m, long long n, long long lo, long long hi,
                            u64 blocks, u64 values, u64* warp_sums, long long* c_offsets,
                            long long* sizes)
 {
@@ -269,8 +313,8 @@ __device__ void scan_slots(const Merge<T>& m, long long n, long long lo, long lo
 }
 
 // pass 3: C's block and values owed by slot t (written by 8 threads, r its row)
-template <typename T>
-__device__ __forceinline__ void write_slot(const Merge<T>& m, long long t, int r,
+template <typename T, bool C>
+__device__ __forceinline__ void write_slot(const Merge<T, C>& m, long long t, int r,
                                            u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,
                                            long long* __restrict__ c_offsets,
                                            T* __restrict__ c_values)
@@ -300,30 +344,34 @@ __device__ __forceinline__ void write_slot(const Merge<T>& m, long long t, int r
         c_offsets[q] = (long long)offset;
     }
     const unsigned int row = row_bits(bits, r);
-    if (!m.values || !row) return;
+    if (C || !m.values || !row) return;  // (a comparison's C is a pattern)
     long long ia, ib;
     slot_blocks(m, t, rank, &ia, &ib);
     T* out = c_values + offset + value_index(bits, bit_of(r, 0));
     row_values(m, ia, ib, r, row, [&](int, const T& v) { *out++ = v; });
 }
 
-template <typename T>
-__global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS) bmsparse_elementwise_merge(
-    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,
-    const long long* __restrict__ a_offsets, const T* __restrict__ a_values, long long a_nblocks,
-    const u64* __restrict__ b_keys, const u64* __restrict__ b_bitmaps,
-    const long long* __restrict__ b_offsets, const T* __restrict__ b_values, long long b_nblocks,
-    long long op, long long combine, long long values, u64* work, u64* bar,
-    u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps, long long* __restrict__ c_offsets,
-    T* __restrict__ c_values, long long* sizes)
+// the kernels' arguments (see the top of the file)
+#define BMSPARSE_ELEMENTWISE_PARAMS                                                        \
+    const u64* __restrict__ a_keys, const u64* __restrict__ a_bitmaps,                     \
+        const long long* __restrict__ a_offsets, const T* __restrict__ a_values,           \
+        long long a_nblocks, const u64* __restrict__ b_keys,                               \
+        const u64* __restrict__ b_bitmaps, const long long* __restrict__ b_offsets,        \
+        const T* __restrict__ b_values, long long b_nblocks, long long op,                 \
+        long long combine, long long values, u64* work, u64* bar,                          \
+        u64* __restrict__ c_keys, u64* __restrict__ c_bitmaps,                             \
+        long long* __restrict__ c_offsets, T* __restrict__ c_values, long long* sizes
+
+template <typename T, bool C>
+__device__ __forceinline__ void merge(BMSPARSE_ELEMENTWISE_PARAMS)
 {
     __shared__ u64 warp_sums[32];
     const bool unite = combine != BMSPARSE_COMBINE_AND;
     const long long n = unite ? a_nblocks + b_nblocks : a_nblocks;
-    Merge<T> m = {a_keys, a_bitmaps, a_offsets, a_values, a_nblocks,
-                  b_keys, b_bitmaps, b_offsets, b_values, b_nblocks,
-                  (int)op, (int)combine, (int)values,
-                  (long long*)work, work + n, work + 2 * n, work + 3 * n + 1};
+    Merge<T, C> m = {a_keys, a_bitmaps, a_offsets, a_values, a_nblocks,
+                     b_keys, b_bitmaps, b_offsets, b_values, b_nblocks,
+                     (int)op, (int)combine, (int)values,
+                     (long long*)work, work + n, work + 2 * n, work + 3 * n + 1};
     u64* block_sums = work + 4 * n + 2;
     // each thread block matches and scans one run of slots
     const long long run = (n + gridDim.x - 1) / gridDim.x;
@@ -364,4 +412,24 @@ __global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS) bmsparse_element
     const long long nthreads = gridDim.x * (long long)blockDim.x;
     for (long long i = tid; i < 8 * n; i += nthreads)
         write_slot(m, i >> 3, (int)(i & 7), c_keys, c_bitmaps, c_offsets, c_values);
+}
+
+#define BMSPARSE_ELEMENTWISE_ARGS                                                          \
+    a_keys, a_bitmaps, a_offsets, a_values, a_nblocks, b_keys, b_bitmaps, b_offsets,       \
+        b_values, b_nblocks, op, combine, values, work, bar, c_keys, c_bitmaps, c_offsets, \
+        c_values, sizes
+
+template <typename T>
+__global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS)
+    bmsparse_elementwise_merge(BMSPARSE_ELEMENTWISE_PARAMS)
+{
+    merge<T, false>(BMSPARSE_ELEMENTWISE_ARGS);
+}
+
+// the comparisons: C's pattern only (c_values is not written)
+template <typename T>
+__global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS)
+    bmsparse_elementwise_compare(BMSPARSE_ELEMENTWISE_PARAMS)
+{
+    merge<T, true>(BMSPARSE_ELEMENTWISE_ARGS);
 }

@@ -43,12 +43,28 @@ from ._primitives import exclusive_scan
 from ._sputils import get_array_module, upcast
 
 _KERNELS = "elementwise.cu"
-_kernels.register(_KERNELS, {"bmsparse_elementwise_merge": ("T",)})
+_kernels.register(_KERNELS, {"bmsparse_elementwise_merge": ("T",),
+                             "bmsparse_elementwise_compare": ("T",)})
 THREADS = 256  # BMSPARSE_ELEMENTWISE_THREADS
 
 #: operation -> ``op`` of the kernel (``BMSPARSE_OP_*``)
 OPS = {"plus": 0, "minus": 1, "times": 2}
 _NUMPY_OPS = {"plus": np.add, "minus": np.subtract, "times": np.multiply}
+
+#: comparison -> its op in the compare kernel (``BMSPARSE_OP_EQ`` ...); the
+#: same prefixed with "~" is where it fails (``BMSPARSE_OP_FAILS`` added):
+#: not the opposite comparison, as both fail at NaN
+_COMPARISONS = {"==": (3, np.equal), "!=": (4, np.not_equal), "<": (5, np.less),
+                ">": (6, np.greater), "<=": (7, np.less_equal), ">=": (8, np.greater_equal)}
+_FAILS = 16
+for _name, (_code, _function) in _COMPARISONS.items():
+    OPS[_name], OPS["~" + _name] = _code, _code + _FAILS
+    _NUMPY_OPS[_name] = _NUMPY_OPS["~" + _name] = _function
+
+
+def is_comparison(op: str) -> bool:
+    """True for the ops of :func:`compare` (C a pattern, no values)."""
+    return OPS[op] >= _COMPARISONS["=="][0]
 
 #: how the bitmaps of two blocks with the same key combine (``combine`` of
 #: the kernel, ``BMSPARSE_COMBINE_*``)
@@ -122,6 +138,43 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, a.shape, nnz=nnz)
 
 
+def compare(a: Any, b: Any, op: str) -> Any:
+    """The pattern of the entries where ``a op b`` holds, over the union of
+    the two structures (an entry one operand does not store is a 0).
+
+    Parameters
+    ----------
+    a, b : BitmapMatrix
+        Same shape, both on the host or both on the GPU.
+    op : {"==", "!=", "<", ">", "<=", ">="}, or one of them after "~"
+        "~<=" is where ``a <= b`` fails (at NaN, so does ``a > b``).
+
+    Returns
+    -------
+    BitmapMatrix
+        bool, no values. The values are compared in NumPy's promotion of the
+        two dtypes (bool as int32), complex ones ordered as NumPy orders them.
+
+    Notes
+    -----
+    :func:`elementwise`'s merge (one cooperative launch and one sync on the
+    GPU) with the comparison as its operation, writing no values.
+    """
+    from ._matrix import BitmapMatrix
+
+    if a.shape != b.shape:
+        raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
+    dtype = np.result_type(a.dtype, b.dtype)
+    if dtype == np.bool_:
+        dtype = np.dtype(np.int32)  # (a pattern's entries are ones)
+    a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+    a_blocks, b_blocks = _blocks(a, dtype), _blocks(b, dtype)
+    xp = get_array_module(*a_blocks[:3], *b_blocks[:3])
+    merge = _merge_numpy if xp is np else _merge_cuda
+    keys, bitmaps, offsets, _, nnz, _ = merge(a_blocks, b_blocks, op, OR)
+    return BitmapMatrix._from_blocks(keys, bitmaps, offsets, None, a.shape, nnz=nnz)
+
+
 def _any_non_finite(a_values: Any, b_values: Any) -> bool:
     """True when ``a_values`` or ``b_values`` (float or complex, NumPy or
     CuPy) holds an ``inf`` or a NaN; one sync on the GPU."""
@@ -184,15 +237,18 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
 
     n, bound, values_bound = _bounds(a_blocks, b_blocks, combine)
     values = a_blocks[3]
+    pattern = is_comparison(op)  # C's values: none
     blocks = _kernels.alloc_blocks(bound)  # C's keys, bitmaps and offsets
-    c_values = None if values is None else cupy.cuda.alloc(values.itemsize * values_bound)
+    c_values = None if values is None or pattern else \
+        cupy.cuda.alloc(values.itemsize * values_bound)
     if n == 0:
         blocks.memset_async(0, 8)
         empty = (cupy.empty(0, cupy.int64), cupy.empty(0, cupy.uint64),
                  cupy.zeros(1, cupy.uint64), cupy.zeros(1, cupy.uint64))
-        return _device_blocks(blocks, c_values, values, 0, 0, 0, 0) + (
+        return _device_blocks(blocks, c_values, None if pattern else values, 0, 0, 0, 0) + (
             empty if stages else None,)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_merge",
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_compare" if pattern
+                                 else "bmsparse_elementwise_merge",
                                  T=np.float64 if values is None else values.dtype)
     grid = min(_kernels.resident_blocks(kernel, THREADS), -(-8 * n // THREADS))
     # rank, bits, the two scans, the thread blocks' sums (no memset: the
@@ -209,7 +265,7 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
         null if values is None else b_blocks[3], i64(nb), i64(OPS[op]), i64(combine),
         i64(values is not None), ptr(work.ptr), ptr(_kernels.barrier_words()),
         ptr(blocks.ptr), ptr(blocks.ptr + 8 * bound), ptr(blocks.ptr + 16 * bound),
-        null if values is None else ptr(c_values.ptr), ptr(report or 0)),
+        null if c_values is None else ptr(c_values.ptr), ptr(report or 0)),
         block=THREADS, cooperative=True, cast=False)
     if report is None:
         # sync: the sizes of C, its scans' totals
@@ -222,8 +278,8 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
                        for start, size, dtype in ((0, n, cupy.int64), (n, n, cupy.uint64),
                                                   (2 * n, n + 1, cupy.uint64),
                                                   (3 * n + 1, n + 1, cupy.uint64)))
-    return _device_blocks(blocks, c_values, values, bound, values_bound, nc, nnz) + (
-        stages or None,)
+    return _device_blocks(blocks, c_values, None if pattern else values, bound, values_bound,
+                          nc, nnz) + (stages or None,)
 
 
 def _device_blocks(blocks, c_values, values, bound, values_bound, nc, nnz):
@@ -271,7 +327,7 @@ def match_blocks(a_blocks: tuple, b_blocks: tuple, op: str,
     a_blocks, b_blocks : (keys, bitmaps, offsets, values)
         uint64 [nblocks], uint64 [nblocks], int64 [nblocks + 1], T [nnz] or
         None (bools): canonical blocks of A and B.
-    op : {"plus", "minus", "times"}
+    op : {"plus", "minus", "times"} or a comparison of :func:`compare`
     combine : OR, XOR or AND
         How the bitmaps of blocks with the same key combine; OR and XOR
         take the union of the keys, AND the intersection.
@@ -363,7 +419,7 @@ def write_blocks(a_blocks: tuple, b_blocks: tuple, op: str, combine: int, rank: 
     c_bitmaps[q] = bits[owed]
     c_offsets[q] = offset
     c_offsets[nc] = nnz
-    if a_blocks[3] is None:
+    if a_blocks[3] is None or is_comparison(op):
         return c_keys, c_bitmaps, c_offsets, None, nc, nnz
     ia, ib = _slot_blocks(rank, na)
     owner, bit, v = _slot_values(bits[owed], ia[owed], ib[owed], a_blocks, b_blocks, op)
@@ -405,8 +461,10 @@ def _slot_values(bits: np.ndarray, ia: np.ndarray, ib: np.ndarray, a_blocks: tup
     """``op(a, b)`` at every set bit of ``bits`` (slot, bit), in bit order: the
     slot, the bit and the value, an absent operand being 0."""
     owner, bit = set_bits(bits)
-    return owner, bit, _NUMPY_OPS[op](_value_at(a_blocks, ia[owner], bit),
-                                      _value_at(b_blocks, ib[owner], bit))
+    v = _NUMPY_OPS[op](_value_at(a_blocks, ia[owner], bit), _value_at(b_blocks, ib[owner], bit))
+    if v.dtype == np.bool_:  # a comparison: 1 where it holds (fails, after "~"), as the kernel
+        v = v != op.startswith("~")
+    return owner, bit, v
 
 
 def _value_at(blocks: tuple, block: np.ndarray, bit: np.ndarray) -> np.ndarray:

@@ -34,6 +34,11 @@ def with_specials(a: sp.csr_array) -> sp.csr_array:
     return a
 
 
+def stored(a: sp.csr_array) -> sp.csr_array:
+    """Ones at every stored entry of ``a``."""
+    return sp.csr_array((np.ones(a.nnz), a.indices, a.indptr), shape=a.shape)
+
+
 def check_pattern(got: BitmapMatrix, want: np.ndarray) -> None:
     """``got`` is a bool matrix storing exactly the True entries of ``want``."""
     assert isinstance(got, BitmapMatrix)
@@ -282,3 +287,18 @@ def test_numbers_without_a_numpy_dtype_are_named(xp):
         for op in OPS:
             with pytest.raises(TypeError, match=f"{type(s).__name__} .* has no NumPy dtype"):
                 OPS[op](mat, s)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64", "complex128", "bool"])
+def test_merge_of_comparisons_and_their_failures(xp, dtype):
+    # the merge's comparisons cover the union of the structures; "~op" is
+    # where op fails there, which at NaN is not the opposite comparison
+    from bmsparse import elementwise
+
+    a = with_specials(named("square", dtype, seed=21))
+    b = with_specials(named("square", dtype, seed=22))
+    union = (stored(a) + stored(b)).toarray() != 0  # stored zeros and NaN included
+    for op in OPS:
+        holds = expected(op, a.toarray(), b.toarray())
+        check_pattern(elementwise.compare(ours(a, xp), ours(b, xp), op), holds & union)
+        check_pattern(elementwise.compare(ours(a, xp), ours(b, xp), "~" + op), ~holds & union)

@@ -932,8 +932,19 @@ class BitmapMatrix(ElementwiseFunctions):
         return self.toarray()
 
     def toarray(self) -> Any:
-        """Dense 2-D array in the same library."""
+        """Dense 2-D array in the same library.
+
+        Raises
+        ------
+        ValueError
+            Its bytes would not fit in 63 bits (NumPy's "array is too big";
+            CuPy's size overflows there instead).
+        """
         xp = self._xp()
+        m, n = self.shape
+        if m * n * self.dtype.itemsize >= 1 << 63:
+            raise ValueError(f"array is too big: a dense {m} x {n} array of {self.dtype} "
+                             f"would take {m * n * self.dtype.itemsize} bytes")
         out = xp.zeros(self.shape, dtype=self.dtype)
         rows, cols = self._coo_indices()
         out[rows, cols] = self._data()

@@ -1067,3 +1067,13 @@ def test_tocsr_on_the_host_allocates_one_index_pointer():
         tracemalloc.stop()
     assert_same_csr(got, a)
     assert peak <= got.indptr.nbytes + 2**20
+
+
+def test_toarray_too_big_is_a_value_error(xp):
+    # NumPy refuses such a shape itself; CuPy's size overflowed (then an
+    # OverflowError from the scatter)
+    a = BitmapMatrix.from_coo([0, 2**33 - 1], [5, 2**33 - 2], [1.0, 2.0], (2**33, 2**33))
+    a = a if xp is np else a.to_device()
+    with pytest.raises(ValueError, match="array is too big: a dense 8589934592 x 8589934592 "
+                                         "array of float64"):
+        a.toarray()

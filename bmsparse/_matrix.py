@@ -37,6 +37,13 @@ class _BlockArray:
         obj._arrays()
         obj._store(self._attr, _replacement(obj, self._attr[1:], value))
 
+    def __delete__(self, obj: Any) -> None:
+        # (without this, Python's message is a bare "__delete__")
+        name = self._attr[1:]
+        hint = "; assign None to make the matrix a pattern" if name == "values" else ""
+        raise AttributeError(f"cannot delete {name}: a BitmapMatrix always has its block "
+                             f"arrays; assign a new array instead{hint}")
+
 
 _ARRAY_DTYPES = {"keys": np.dtype(np.uint64), "bitmaps": np.dtype(np.uint64),
                  "offsets": np.dtype(np.int64)}
@@ -46,11 +53,15 @@ def _block_array_problem(name: str, arr: Any) -> str | None:
     """What is wrong with ``arr`` as block array ``name`` (keys, bitmaps or
     offsets) on its own: its dtype or rank; None when nothing is."""
     want = _ARRAY_DTYPES[name]
+    # a non-native byte order has the native dtype's name: "must be uint64,
+    # got uint64" would name no difference
+    got = f"{arr.dtype.str} (non-native byte order)" \
+        if arr.dtype != want and arr.dtype.newbyteorder("=") == want else arr.dtype.name
     if name == "offsets":
         if arr.dtype != want or arr.ndim != 1:
-            return f"offsets must be a 1-D int64 array, got {arr.ndim}-D {arr.dtype.name}"
+            return f"offsets must be a 1-D int64 array, got {arr.ndim}-D {got}"
     elif arr.dtype != want:
-        return f"{name} must be {want.name}, got {arr.dtype.name}"
+        return f"{name} must be {want.name}, got {got}"
     elif arr.ndim != 1:
         return f"{name} must be 1-D, got {arr.ndim}-D"
     return None
@@ -251,9 +262,9 @@ class BitmapMatrix(ElementwiseFunctions):
             if column is not None:
                 source._keep("column_pointer", column)
             self._keys, self._bitmaps, self._offsets, self._values = arrays
-            # the source's count now: its arrays may have been replaced since
-            # this transpose was made
-            self._nnz = source._nnz
+            # the source's count and dtype now: its arrays may have been
+            # replaced since this transpose was made
+            self._nnz, self._dtype = source._nnz, source._dtype
             self._transpose_of = None
             if not isinstance(keys, np.ndarray):
                 # an event now (after the launch), so that the reads once the
@@ -521,6 +532,10 @@ class BitmapMatrix(ElementwiseFunctions):
 
     @property
     def dtype(self) -> np.dtype:
+        # a lazy transpose's is its source's: the source's values may have
+        # been replaced (and the dtype with them) since it was made
+        if self._transpose_of is not None:
+            return self._transpose_of.dtype
         return self._dtype
 
     @property
@@ -655,6 +670,11 @@ class BitmapMatrix(ElementwiseFunctions):
 
     __hash__ = object.__hash__  # hashable by identity, as before
 
+    def __len__(self) -> int:
+        # as scipy.sparse: a matrix has no one length (iterating still goes
+        # by rows, through __getitem__)
+        raise TypeError("sparse matrix length is ambiguous; use A.nnz or A.shape[0]")
+
     def __repr__(self) -> str:
         where = "on the GPU" if self.on_device else "on the host"
         return (f"<{self.shape[0]}x{self.shape[1]} BitmapMatrix of dtype {self.dtype.name} "
@@ -771,6 +791,8 @@ class BitmapMatrix(ElementwiseFunctions):
                                          self.dtype, self._nnz)
 
     def copy(self) -> BitmapMatrix:
+        """This matrix with arrays of its own (a lazy transpose's blocks are
+        computed), on the same side; nothing derived is carried over."""
         self._xp()  # (the device check)
         values = None if self.values is None else self.values.copy()
         return BitmapMatrix._from_blocks(self.keys.copy(), self.bitmaps.copy(),

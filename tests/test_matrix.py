@@ -1077,3 +1077,100 @@ def test_toarray_too_big_is_a_value_error(xp):
     with pytest.raises(ValueError, match="array is too big: a dense 8589934592 x 8589934592 "
                                          "array of float64"):
         a.toarray()
+
+
+@pytest.mark.parametrize(("make", "values"), [
+    (lambda: sp.csr_array(np.array([[1.5, 0, 2], [0, 3, 0]])), lambda v: v.astype(np.float32)),
+    (lambda: sp.csr_array(np.array([[1.5, 0, 2], [0, 3, 0]])), lambda v: v != 0),  # a pattern
+    (lambda: sp.csr_array(np.array([[1, 0, 1], [0, 1, 0]], dtype=bool)),
+     lambda v: 1j * (v + 1)),  # (the pattern's values are None)
+], ids=["float32", "to-pattern", "from-pattern"])
+def test_a_lazy_transpose_follows_its_sources_new_dtype(make, values, xp):
+    # A.T taken before A.values is replaced computes its blocks from the new
+    # values: it kept the old dtype (a float64 A.T holding float32 values, or
+    # none), and toarray() cast to it
+    m = ours(make(), xp)
+    t = m.T
+    v = m.values if m.values is not None else xp.ones(m.nnz, dtype=bool)
+    m.values = values(v)
+    want = m.to_scipy().T
+    assert t.dtype == m.dtype == want.dtype
+    assert repr(t).startswith(f"<3x2 BitmapMatrix of dtype {want.dtype.name} ")
+    t.check_format(full_check=True)
+    assert t.dtype == m.dtype and host(t.toarray()).dtype == want.dtype
+    np.testing.assert_array_equal(host(t.toarray()), want.toarray())
+
+
+@pytest.mark.parametrize(("name", "dtype"), [("keys", ">u8"), ("bitmaps", ">u8"),
+                                             ("offsets", ">i8")])
+def test_setters_name_a_non_native_byte_order(name, dtype):
+    # "keys must be uint64, got uint64" named no difference
+    m = grid()
+    with pytest.raises(TypeError, match=rf"{name} .*got .*{dtype} \(non-native byte order\)"):
+        setattr(m, name, getattr(m, name).astype(dtype))
+    assert_grid(m)
+
+
+@pytest.mark.parametrize("name", ["keys", "bitmaps", "offsets", "values"])
+def test_deleting_a_block_array_is_refused_clearly(name):
+    # Python's own message for a descriptor without __delete__ is "__delete__"
+    m = grid()
+    with pytest.raises(AttributeError, match=f"cannot delete {name}"):
+        delattr(m, name)
+    assert_grid(m)
+
+
+def test_len_is_refused_as_scipy_refuses_it_and_rows_iterate():
+    a = grid_scipy()
+    with pytest.raises(TypeError, match="length is ambiguous"):
+        len(a)
+    with pytest.raises(TypeError, match=r"length is ambiguous; use A.nnz or A.shape\[0\]"):
+        len(grid())
+    # iteration goes on by rows, as scipy's (each a dense row, as A[i] is)
+    rows = list(grid())
+    assert len(rows) == len(list(a)) == GRID_SHAPE[0]
+    np.testing.assert_array_equal(np.stack(rows), a.toarray())
+
+
+# --- bmsparse.testing ----------------------------------------------------------------------
+
+
+def test_testing_names_the_first_entry_stored_in_one_only():
+    from bmsparse.testing import assert_equal
+
+    a = grid_scipy()
+    b = a.tolil()
+    b[9, 3] = 7.0   # a new block, after the others
+    b[2, 16] = 8.0  # a new entry in block (0, 2), before
+    b = b.tocsr()
+    # raw bitmaps ("bitmaps differ: 2888... != 2888...") named no entry
+    with pytest.raises(AssertionError, match=r"keys differ, in the stored entries: 0 only in "
+                                             r"actual, 2 only in desired; the first at "
+                                             r"\(2, 16\), stored in desired only"):
+        assert_equal(a, b)
+    with pytest.raises(AssertionError, match=r"2 only in actual, 0 only in desired; the first "
+                                             r"at \(2, 16\), stored in actual only"):
+        assert_equal(BitmapMatrix(b).T.T, a)
+    stored_zero = sp.csr_array(([0.0], ([0], [0])), shape=(1, 1))
+    with pytest.raises(AssertionError, match=r"keys differ.*first at \(0, 0\), stored in "
+                                             r"actual only"):
+        assert_equal(stored_zero, sp.csr_array((1, 1)))
+    one_block = sp.csr_array(([1.0, 2.0], ([0, 3], [0, 1])), shape=(8, 8))
+    with pytest.raises(AssertionError, match=r"bitmaps differ.*1 only in actual, 1 only in "
+                                             r"desired; the first at \(0, 1\), stored in "
+                                             r"desired only"):
+        assert_equal(one_block, sp.csr_array(([1.0, 2.0], ([0, 0], [0, 1])), shape=(8, 8)))
+
+
+@pytest.mark.parametrize("tol", [None, (1e-7, 0.0)])
+def test_testing_names_the_first_value_that_differs(tol):
+    from bmsparse.testing import assert_allclose, assert_equal
+
+    a = grid_scipy()
+    b = a.copy()
+    b[8, 16] = 5.5
+    b[9, 18] = 6.5
+    check = assert_equal if tol is None else lambda x, y: assert_allclose(x, y, *tol)
+    with pytest.raises(AssertionError, match=r"values differ, the first at \(8, 16\)"):
+        check(a, b)
+    check(a, a.copy())

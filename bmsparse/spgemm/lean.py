@@ -99,6 +99,11 @@ def product(a: BitmapMatrix, b: BitmapMatrix, semiring: Semiring, dtype: np.dtyp
     shape = (a.shape[0], b.shape[1])
     if get_array_module(a.keys, b.keys) is np:
         return _product_numpy(a, b, semiring, dtype, drop_zeros, shape)
+    if not shape[0]:
+        # (outside chooses(): the kernels write C's last offset from a block
+        # row, so a C of no rows would keep an unwritten one; the caller
+        # takes another path)
+        return None
     import cupy
 
     threads = rowdense.THREADS

@@ -180,3 +180,21 @@ def test_large_operands_do_not_take_it(monkeypatch):
     monkeypatch.setattr(lean, "MAX_BLOCKS", a.nblocks)
     monkeypatch.setattr(rowdense, "MAX_COLUMNS", 1)
     assert strategy(a, a) != "lean"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(0, 0, 0), (0, 5, 3)])
+def test_a_product_of_no_rows_is_left_to_another_path(shape):
+    # chooses() never takes one; called anyway, the kernels (which write C's
+    # last offset from a block row) left an unwritten offset: a C whose
+    # offsets[0] was whatever the pool held (a later tocsr read far out of
+    # bounds)
+    import cupy
+
+    m, k, n = shape
+    garbage = cupy.full(1 << 20, 0x7F, dtype=cupy.uint8)
+    del garbage
+    a = BitmapMatrix(sp.csr_array((m, k))).to_device()
+    b = BitmapMatrix(sp.csr_array((k, n))).to_device()
+    assert not lean.chooses(a, b)
+    assert lean.product(a, b, get_semiring("plus_times"), np.dtype(np.float64), True) is None

@@ -8,8 +8,10 @@ with scipy's ``SparseEfficiencyWarning``, up to ``MAX_DENSE_ENTRIES``
 entries; beyond, a MemoryError (and no warning). With a dense array the
 result is the dense comparison, as scipy's.
 
-The test runs on the stored values only (NumPy's or CuPy's comparison); an
-entry one operand does not store counts as a zero. Unlike scipy, a
+The test runs on the stored values only: with a scalar, NumPy's or CuPy's
+comparison of them; with a matrix, ``A + B``'s merge (:func:`bmsparse.
+elementwise.compare`, one launch on the GPU). An entry one operand does not
+store counts as a zero. Unlike scipy, a
 comparison that is false at NaN is false at every NaN entry: scipy computes
 ``A < 1`` as the complement of ``A >= 1``, true at NaN. A scalar compares
 in NumPy's promotion of it and the matrix's dtype, but an integer with an
@@ -35,7 +37,7 @@ OPS = {"==": (operator.eq, "!="), "!=": (operator.ne, "=="), "<": (operator.lt, 
 #: entries of the largest dense result built: 2**27 blocks, 3 GiB of keys,
 #: bitmaps and int64 offsets (24 bytes a block)
 MAX_DENSE_ENTRIES = 1 << 33
-#: warnings.warn's stacklevel for the caller's comparison (_dense_result,
+#: warnings.warn's stacklevel for the caller's comparison (_dense_warning,
 #: _with_scalar or _with_matrix, compare, BitmapMatrix's _compare, the operator)
 _CALLER = 6
 

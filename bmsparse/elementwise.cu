@@ -433,3 +433,19 @@ __global__ void __launch_bounds__(BMSPARSE_ELEMENTWISE_THREADS)
 {
     merge<T, true>(BMSPARSE_ELEMENTWISE_ARGS);
 }
+
+// bmsparse_elementwise_non_finite: flag[0] = 1 when values[0 .. n) holds an
+// inf or a NaN (elementwise.py: a product of floats then takes the union of
+// the structures); complex values come as their parts. flag: a host word
+// cleared beforehand (_readback.HostFlag) or a zeroed device word.
+// Launch: any 1-D grid (a grid-stride loop).
+template <typename F>
+__global__ void bmsparse_elementwise_non_finite(const F* __restrict__ values, long long n,
+                                                unsigned long long* flag)
+{
+    bool found = false;
+    const long long stride = gridDim.x * (long long)blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride)
+        found |= !isfinite(values[i]);
+    if (__syncthreads_or(found) && threadIdx.x == 0) *flag = 1ull;
+}

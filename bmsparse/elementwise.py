@@ -44,7 +44,8 @@ from ._sputils import get_array_module, upcast
 
 _KERNELS = "elementwise.cu"
 _kernels.register(_KERNELS, {"bmsparse_elementwise_merge": ("T",),
-                             "bmsparse_elementwise_compare": ("T",)})
+                             "bmsparse_elementwise_compare": ("T",),
+                             "bmsparse_elementwise_non_finite": ("F",)})
 THREADS = 256  # BMSPARSE_ELEMENTWISE_THREADS
 
 #: operation -> ``op`` of the kernel (``BMSPARSE_OP_*``)
@@ -177,10 +178,34 @@ def compare(a: Any, b: Any, op: str) -> Any:
 
 def _any_non_finite(a_values: Any, b_values: Any) -> bool:
     """True when ``a_values`` or ``b_values`` (float or complex, NumPy or
-    CuPy) holds an ``inf`` or a NaN; one sync on the GPU."""
+    CuPy, contiguous) holds an ``inf`` or a NaN.
+
+    On the GPU one kernel per operand sets a flag in host memory: one sync,
+    no copy. (isfinite and any over both operands took 0.2 ms of the
+    surrogate's 0.53 ms product; H200.)
+    """
     xp = get_array_module(a_values, b_values)
-    flag = (~xp.isfinite(a_values)).any() | (~xp.isfinite(b_values)).any()
-    return bool(_readback.read_ints((flag.astype(xp.int64).reshape(1), 0))[0])
+    if xp is np:
+        return not (np.isfinite(a_values).all() and np.isfinite(b_values).all())
+    import cupy
+
+    flag = _readback.host_flag()
+    word = None if flag is not None else cupy.zeros(1, dtype=cupy.uint64)
+    ptr = np.uint64(flag.ptr if flag is not None else word.data.ptr)
+    for values in (a_values, b_values):
+        parts = _real_view(values)
+        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_non_finite",
+                                     F=parts.dtype)
+        threads = min(parts.shape[0], _kernels.resident_blocks(kernel, THREADS) * THREADS)
+        _kernels.launch(kernel, threads, (parts, np.int64(parts.shape[0]), ptr),
+                        block=THREADS, cast=False)
+    # sync: which merge runs depends on it
+    return bool(flag.read() if flag is not None else _readback.read_last(word))
+
+
+def _real_view(values: Any) -> Any:
+    """Complex values as their real and imaginary parts (a view), others as they are."""
+    return values.view(values.real.dtype) if values.dtype.kind == "c" else values
 
 
 def broadcast_shape(shape: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]:

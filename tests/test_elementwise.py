@@ -605,3 +605,22 @@ def test_extremum_with_dense_too_large_is_not_called_inconsistent(name, xp):
     with pytest.raises(ValueError) as info:
         getattr(a, name)(xp.ones((1, 1)))
     assert "inconsistent shapes" not in str(info.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_finite_values_that_sum_past_the_largest_float_take_the_exact_test(dtype, xp):
+    # the quick test of elementwise._any_non_finite is a sum, which finite
+    # values can overflow: the product must still take the intersection
+    # (scipy's structure), and an inf must still take the union
+    big = np.finfo(np.dtype(dtype).type(0).real.dtype).max
+    a = sp.csr_array(np.array([[big, big, 0.0], [0.0, 1.0, 0.0]], dtype=dtype))
+    b = sp.csr_array(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0]], dtype=dtype))
+    for x, y in ((a, b), (b, a)):
+        got = ours(x, xp).multiply(ours(y, xp))
+        assert_same_csr(got.get().to_scipy(), sp.csr_array(x.multiply(y)))
+    c = a.copy()
+    c.data[2] = np.inf
+    with np.errstate(invalid="ignore"):
+        want = sp.csr_array(c.multiply(b))
+    got = ours(c, xp).multiply(ours(b, xp))
+    assert_same_csr(got.get().to_scipy(), want)

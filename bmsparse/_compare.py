@@ -92,10 +92,9 @@ def _with_scalar(a: BitmapMatrix, scalar: Any, op: str) -> BitmapMatrix:
 
 def _with_matrix(a: BitmapMatrix, b: BitmapMatrix, op: str) -> BitmapMatrix:
     # A + B's merge with the comparison as its operation: one launch
-    from .elementwise import compare as merged
+    from .elementwise import check_same_shape, compare as merged
 
-    if a.shape != b.shape:
-        raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
+    check_same_shape(a, b)  # (before the dense result's size check)
     if not _holds(op, np.zeros((), dtype=a.dtype), np.zeros((), dtype=b.dtype)):
         return merged(a, b, op)
     _dense_warning(a.shape, op, "two sparse matrices")

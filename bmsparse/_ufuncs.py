@@ -273,10 +273,9 @@ def _with_scalar(a: BitmapMatrix, scalar: Any, name: str) -> BitmapMatrix:
 def _with_sparse(a: BitmapMatrix, b: BitmapMatrix, name: str) -> BitmapMatrix:
     """``a.maximum(b)`` or ``a.minimum(b)`` of two BitmapMatrix of one shape."""
     from ._matrix import BitmapMatrix
-    from .elementwise import elementwise
+    from .elementwise import check_same_shape, elementwise
 
-    if a.shape != b.shape:
-        raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
+    check_same_shape(a, b)
     dtype = upcast(a.dtype, b.dtype)
     if dtype == np.bool_:
         # patterns: the maximum is the union (OR), the minimum the intersection (AND)

@@ -122,8 +122,7 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     """
     from ._matrix import BitmapMatrix
 
-    if a.shape != b.shape:
-        raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
+    check_same_shape(a, b)
     dtype = upcast(a.dtype, b.dtype)
     combine = AND if op == "times" else XOR if dtype == np.bool_ and op == "minus" else OR
     if dtype != np.bool_:
@@ -137,6 +136,12 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     merge = _merge_numpy if xp is np else _merge_cuda
     keys, bitmaps, offsets, values, nnz, _ = merge(a_blocks, b_blocks, op, combine)
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, a.shape, nnz=nnz)
+
+
+def check_same_shape(a: Any, b: Any) -> None:
+    """ValueError, as scipy words it, unless the two matrices have one shape."""
+    if a.shape != b.shape:
+        raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
 
 
 def compare(a: Any, b: Any, op: str) -> Any:
@@ -163,8 +168,7 @@ def compare(a: Any, b: Any, op: str) -> Any:
     """
     from ._matrix import BitmapMatrix
 
-    if a.shape != b.shape:
-        raise ValueError(f"inconsistent shapes {a.shape} and {b.shape}")
+    check_same_shape(a, b)
     dtype = np.result_type(a.dtype, b.dtype)
     if dtype == np.bool_:
         dtype = np.dtype(np.int32)  # (a pattern's entries are ones)

@@ -266,17 +266,17 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
 
     n, bound, values_bound = _bounds(a_blocks, b_blocks, combine)
     values = a_blocks[3]
-    pattern = is_comparison(op)  # C's values: none
+    # the operands' values, and C's (none for a comparison: C is a pattern)
+    out_values = None if is_comparison(op) else values
     blocks = _kernels.alloc_blocks(bound)  # C's keys, bitmaps and offsets
-    c_values = None if values is None or pattern else \
-        cupy.cuda.alloc(values.itemsize * values_bound)
+    c_values = None if out_values is None else cupy.cuda.alloc(values.itemsize * values_bound)
     if n == 0:
         blocks.memset_async(0, 8)
         empty = (cupy.empty(0, cupy.int64), cupy.empty(0, cupy.uint64),
                  cupy.zeros(1, cupy.uint64), cupy.zeros(1, cupy.uint64))
-        return _device_blocks(blocks, c_values, None if pattern else values, 0, 0, 0, 0) + (
+        return _device_blocks(blocks, c_values, out_values, 0, 0, 0, 0) + (
             empty if stages else None,)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_compare" if pattern
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_compare" if is_comparison(op)
                                  else "bmsparse_elementwise_merge",
                                  T=np.float64 if values is None else values.dtype)
     grid = min(_kernels.resident_blocks(kernel, THREADS), -(-8 * n // THREADS))
@@ -307,8 +307,8 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
                        for start, size, dtype in ((0, n, cupy.int64), (n, n, cupy.uint64),
                                                   (2 * n, n + 1, cupy.uint64),
                                                   (3 * n + 1, n + 1, cupy.uint64)))
-    return _device_blocks(blocks, c_values, None if pattern else values, bound, values_bound,
-                          nc, nnz) + (stages or None,)
+    return _device_blocks(blocks, c_values, out_values, bound, values_bound, nc, nnz) + (
+        stages or None,)
 
 
 def _device_blocks(blocks, c_values, values, bound, values_bound, nc, nnz):

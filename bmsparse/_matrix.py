@@ -49,14 +49,20 @@ _ARRAY_DTYPES = {"keys": np.dtype(np.uint64), "bitmaps": np.dtype(np.uint64),
                  "offsets": np.dtype(np.int64)}
 
 
+def _dtype_named(arr: Any, want: np.dtype) -> str:
+    """``arr``'s dtype as an error names it beside ``want``: a non-native byte
+    order has the native dtype's name, and "must be uint64, got uint64"
+    would name no difference."""
+    if arr.dtype != want and arr.dtype.newbyteorder("=") == want:
+        return f"{arr.dtype.str} (non-native byte order)"
+    return arr.dtype.name
+
+
 def _block_array_problem(name: str, arr: Any) -> str | None:
     """What is wrong with ``arr`` as block array ``name`` (keys, bitmaps or
     offsets) on its own: its dtype or rank; None when nothing is."""
     want = _ARRAY_DTYPES[name]
-    # a non-native byte order has the native dtype's name: "must be uint64,
-    # got uint64" would name no difference
-    got = f"{arr.dtype.str} (non-native byte order)" \
-        if arr.dtype != want and arr.dtype.newbyteorder("=") == want else arr.dtype.name
+    got = _dtype_named(arr, want)
     if name == "offsets":
         if arr.dtype != want or arr.ndim != 1:
             return f"offsets must be a 1-D int64 array, got {arr.ndim}-D {got}"
@@ -376,9 +382,8 @@ class BitmapMatrix(ElementwiseFunctions):
         values = None if values is None else xp.ascontiguousarray(values)
         for name, arr in (("keys", keys), ("bitmaps", bitmaps)):
             if arr.dtype != np.uint64:
-                what = f"{arr.dtype.str} (non-native byte order)" \
-                    if arr.dtype.newbyteorder("=") == np.uint64 else arr.dtype.name
-                raise ValueError(f"{name} must be a 1-D uint64 array, got 1-D {what}")
+                raise ValueError(f"{name} must be a 1-D uint64 array, got 1-D "
+                                 f"{_dtype_named(arr, np.dtype(np.uint64))}")
         offsets = exclusive_scan(xp, popcount(bitmaps))
         self = cls.__new__(cls)
         dtype = np.dtype(bool) if values is None else values.dtype

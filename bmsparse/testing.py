@@ -77,8 +77,10 @@ def _compare(actual: Any, desired: Any, tolerances: tuple[float, float] | None) 
                                       err_msg=f"{name} differ")
     if a.values is None:
         return
+    # integers with no tolerance compare exactly, as without tolerances
+    exact = tolerances is None or (a.dtype.kind in "iu" and not any(tolerances))
     try:
-        if tolerances is None or (a.dtype.kind in "iu" and not any(tolerances)):
+        if exact:
             np.testing.assert_array_equal(a.values, d.values, err_msg="values differ")
         else:
             np.testing.assert_allclose(a.values, d.values, rtol=tolerances[0],
@@ -86,7 +88,7 @@ def _compare(actual: Any, desired: Any, tolerances: tuple[float, float] | None) 
     except AssertionError as exc:
         # NumPy names positions in the values array (block order): name the
         # entry's row and column too
-        where = _first_value_mismatch(a, d, tolerances)
+        where = _first_value_mismatch(a, d, None if exact else tolerances)
         if where is None:
             raise
         raise AssertionError(str(exc).replace("values differ",
@@ -126,9 +128,10 @@ def _structure_problem(a: Any, d: Any) -> str | None:
 def _first_value_mismatch(a: Any, d: Any,
                           tolerances: tuple[float, float] | None) -> tuple[int, int] | None:
     """(row, column) of the first value that differs (the structures are
-    equal), as NumPy's assertion tells equal apart; None if none is found."""
+    equal), as NumPy's assertion tells equal apart (None: exactly); None if
+    none is found."""
     x, y = a.values, d.values
-    if tolerances is None or (a.dtype.kind in "iu" and not any(tolerances)):
+    if tolerances is None:
         with np.errstate(invalid="ignore"):
             bad = (x != y) & ~(np.isnan(x) & np.isnan(y)) if a.dtype.kind in "fc" else x != y
     else:

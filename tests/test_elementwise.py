@@ -609,7 +609,7 @@ def test_extremum_with_dense_too_large_is_not_called_inconsistent(name, xp):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
 def test_finite_values_that_sum_past_the_largest_float_take_the_exact_test(dtype, xp):
-    # the quick test of elementwise._any_non_finite is a sum, which finite
+    # a quick test for inf and NaN by a sum, which finite
     # values can overflow: the product must still take the intersection
     # (scipy's structure), and an inf must still take the union
     big = np.finfo(np.dtype(dtype).type(0).real.dtype).max

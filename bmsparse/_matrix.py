@@ -1286,7 +1286,7 @@ class BitmapMatrix(ElementwiseFunctions):
 
     # --- reductions --------------------------------------------------------
 
-    def sum(self, axis: int | None = None, dtype: Any = None) -> Any:
+    def sum(self, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
         """Sum of all entries, or of each column (``axis=0``) or row (``axis=1``).
 
         Parameters
@@ -1297,18 +1297,25 @@ class BitmapMatrix(ElementwiseFunctions):
             matrices, the matrix's dtype otherwise. Row and column sums
             accumulate in the default or ``dtype``, whichever is wider, and
             are then cast to ``dtype`` (as scipy's).
+        out : array, optional
+            Of the result's shape (``()``, n or m), in the matrix's library:
+            the sum is written into it (cast to its dtype) and it is
+            returned, as scipy's (``numpy.sum(A)`` passes ``out=None``).
 
         Returns
         -------
         scalar or 1-D array
             A NumPy scalar on the host (a 0-d CuPy array on the GPU, without
             a sync) for ``axis=None``; else a 1-D array of length n (axis 0)
-            or m (axis 1) in the matrix's library.
+            or m (axis 1) in the matrix's library; ``out`` when given.
 
         Raises
         ------
         ValueError
-            ``axis`` is not one of the above.
+            ``axis`` is not one of the above, or ``out`` has another shape
+            than the result.
+        TypeError
+            ``out`` is not an array, or is on the other side (host or GPU).
 
         Notes
         -----
@@ -1319,6 +1326,8 @@ class BitmapMatrix(ElementwiseFunctions):
         sums do not).
         """
         axis = _check_axis(axis)
+        if out is not None:
+            return _into(out, self.sum(axis, dtype), self._xp())
         dtype = _sum_dtype(self.dtype) if dtype is None else check_dtype(dtype)
         xp = self._xp()
         if axis is None:
@@ -1344,12 +1353,13 @@ class BitmapMatrix(ElementwiseFunctions):
             sums = self.__rmatmul__(xp.ones(self.shape[0], dtype=ones))
         return sums.astype(dtype, copy=False)
 
-    def mean(self, axis: int | None = None, dtype: Any = None) -> Any:
+    def mean(self, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
         """Mean of all entries, or of each column (``axis=0``) or row (``axis=1``).
 
         As scipy: bool and integer matrices average in float64, the others in
-        their own dtype, and the result is cast to ``dtype`` when given. The
-        values are scaled before they are summed, so a large sum does not
+        their own dtype, and the result is cast to ``dtype`` when given (or
+        written into ``out``, see :meth:`sum`, which then decides the dtype).
+        The values are scaled before they are summed, so a large sum does not
         overflow first. The mean of no entries is nan, as NumPy's (scipy
         raises ZeroDivisionError).
 
@@ -1362,15 +1372,21 @@ class BitmapMatrix(ElementwiseFunctions):
         inner = np.dtype(np.float64) if self.dtype.kind in "biu" else self.dtype
         m = self.astype(inner, copy=False)
         count = self.shape[0] * self.shape[1] if axis is None else self.shape[axis]
-        out = m._scale(1.0 / count).sum(axis=axis, dtype=inner) if count \
+        mean = m._scale(1.0 / count).sum(axis=axis, dtype=inner) if count \
             else m.sum(axis=axis, dtype=inner) * np.nan
-        return out if dtype is None else out.astype(check_dtype(dtype), copy=False)
+        if out is not None:
+            # (as scipy: the mean in its own dtype, cast by the write)
+            return _into(out, mean, self._xp())
+        return mean if dtype is None else mean.astype(check_dtype(dtype), copy=False)
 
-    def max(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+    def max(self, axis: int | None = None, out: None = None, *,
+            explicit: bool = False) -> Any:
         """Largest entry, or of each column (``axis=0``) or row (``axis=1``).
 
         As scipy: entries not stored are zeros and take part wherever a
-        column or row has any, unless ``explicit``; NaN propagates.
+        column or row has any, unless ``explicit``; NaN propagates. ``out``
+        is there for NumPy's ``numpy.max(A)``, which passes None; as in
+        scipy, nothing else is taken (ValueError).
 
         Returns
         -------
@@ -1382,33 +1398,42 @@ class BitmapMatrix(ElementwiseFunctions):
         Raises
         ------
         ValueError
-            ``axis`` is not None, 0, 1, -2 or -1, or the reduced axis is empty.
+            ``axis`` is not None, 0, 1, -2 or -1, the reduced axis is empty,
+            or ``out`` is not None.
         """
+        _no_out(out, "max")
         return _extremes.extreme(self, _check_axis(axis), True, explicit)
 
-    def min(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+    def min(self, axis: int | None = None, out: None = None, *,
+            explicit: bool = False) -> Any:
         """Smallest entry, or of each column (``axis=0``) or row (``axis=1``);
         see :meth:`max`."""
+        _no_out(out, "min")
         return _extremes.extreme(self, _check_axis(axis), False, explicit)
 
-    def nanmax(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+    def nanmax(self, axis: int | None = None, out: None = None, *,
+               explicit: bool = False) -> Any:
         """Largest entry skipping NaN (``numpy.fmax``), or of each column or
         row; see :meth:`max`. A line of only NaNs gives NaN, or 0 where it
         misses an entry (and not ``explicit``), as scipy's."""
+        _no_out(out, "nanmax")
         return _extremes.extreme(self, _check_axis(axis), True, explicit, skip_nan=True)
 
-    def nanmin(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+    def nanmin(self, axis: int | None = None, out: None = None, *,
+               explicit: bool = False) -> Any:
         """Smallest entry skipping NaN, or of each column or row; see :meth:`nanmax`."""
+        _no_out(out, "nanmin")
         return _extremes.extreme(self, _check_axis(axis), False, explicit, skip_nan=True)
 
-    def argmax(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+    def argmax(self, axis: int | None = None, out: None = None, *,
+               explicit: bool = False) -> Any:
         """Index of the largest entry (flat, row-major), or of each column's
         (``axis=0``) or row's (``axis=1``), as scipy's.
 
         Entries not stored are zeros, unless ``explicit``; ties go to the
         first index. NaN is the largest wherever a line holds one, as in
         ``numpy.argmax`` (scipy's picks a missing zero over it where the line
-        misses one).
+        misses one). ``out`` must be None, as for :meth:`max`.
 
         Returns
         -------
@@ -1425,19 +1450,22 @@ class BitmapMatrix(ElementwiseFunctions):
         ------
         ValueError
             ``axis`` is not None, 0, 1, -2 or -1; the matrix (``axis=None``)
-            or the reduced axis is empty; or nothing is stored, with
-            ``explicit`` and ``axis=None``.
+            or the reduced axis is empty; nothing is stored, with
+            ``explicit`` and ``axis=None``; or ``out`` is not None.
 
         Notes
         -----
         Two stable argsorts of the stored values, two scans and a binary
         search per line; ``axis=0`` transposes the matrix first.
         """
+        _no_out(out, "argmax")
         return _extremes.arg_extreme(self, _check_axis(axis), True, explicit)
 
-    def argmin(self, axis: int | None = None, *, explicit: bool = False) -> Any:
+    def argmin(self, axis: int | None = None, out: None = None, *,
+               explicit: bool = False) -> Any:
         """Index of the smallest entry, or of each column's or row's; see
         :meth:`argmax` (NaN is the smallest wherever a line holds one)."""
+        _no_out(out, "argmin")
         return _extremes.arg_extreme(self, _check_axis(axis), False, explicit)
 
     def trace(self, offset: int = 0) -> Any:
@@ -1582,6 +1610,29 @@ def _check_axis(axis: Any) -> int | None:
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and -2 <= axis <= 1:
         return int(axis) % 2
     raise ValueError(f"axis must be None, 0, 1, -2 or -1, got {axis!r}")
+
+
+def _into(out: Any, result: Any, xp: Any) -> Any:
+    """``result`` (a scalar or array of ``xp``) written into ``out``, cast
+    to its dtype, and ``out`` returned: scipy's ``out`` of sum and mean."""
+    if not _is_array(out):
+        raise TypeError(f"out must be an array, got {type(out).__name__}")
+    if get_array_module(out) is not xp:
+        raise TypeError("out must be in the matrix's library: a NumPy array for a matrix on "
+                        "the host, a CuPy array for one on the GPU")
+    shape = tuple(getattr(result, "shape", ()))
+    if tuple(out.shape) != shape:
+        raise ValueError(f"out has shape {tuple(out.shape)}; the result's is {shape}")
+    out[...] = result
+    return out
+
+
+def _no_out(out: Any, name: str) -> None:
+    """scipy's refusal of an ``out`` for min, max, argmin and argmax (the
+    argument is there for NumPy's functions, which pass None)."""
+    if out is not None:
+        raise ValueError(f"sparse {name} does not support an 'out' parameter; use "
+                         f"numpy.copyto(out, A.{name}(...)) instead")
 
 
 def _sum_dtype(dtype: np.dtype) -> np.dtype:

@@ -12,7 +12,7 @@ from ._matrix import BitmapMatrix
 from ._select import tril, triu
 from ._sputils import SUPPORTED_DTYPES
 from . import graph, semiring, testing
-from .construct import diags, eye, identity
+from .construct import block_diag, bmat, diags, eye, hstack, identity, kron, vstack
 from .io import mmread, mmwrite
 from .semiring import Semiring
 from .spgemm import STAGES, masked_pair_sum, plan_slices, spgemm
@@ -20,7 +20,7 @@ from .spmv import spmv
 
 __version__ = "0.1.0"
 
-__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "Semiring", "diags", "eye",
-           "graph", "identity",
-           "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "semiring", "spgemm",
-           "spmv", "testing", "tril", "triu"]
+__all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "Semiring", "block_diag",
+           "bmat", "diags", "eye", "graph", "hstack", "identity", "kron",
+           "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "semiring",
+           "spgemm", "spmv", "testing", "tril", "triu", "vstack"]

@@ -1,21 +1,31 @@
-"""Matrices built from their diagonals: ``eye``, ``identity``, ``diags``, as
-scipy.sparse's ``eye_array``, ``identity`` and ``diags_array``.
+"""Matrices built from others or from their diagonals, as scipy.sparse's
+constructors: ``eye``, ``identity``, ``diags`` (scipy's ``eye_array``,
+``identity``, ``diags_array``), ``bmat``, ``vstack``, ``hstack``,
+``block_diag`` and ``kron``.
 
-Each is COO triplets (one arange per diagonal) through the COO conversion,
-on the host or, with ``device=True`` or CuPy diagonals, on the GPU: no
-dense intermediate and no host loop over entries.
+The diagonals are COO triplets (one arange per diagonal) through the COO
+conversion, on the host or, with ``device=True`` or CuPy diagonals, on the
+GPU: no dense intermediate and no host loop over entries. A grid of matrices
+whose row and column offsets are multiples of 8 is joined block by block
+(keys shifted, then sorted: bitmaps and runs of values move whole); any
+other grid, and ``kron``, go through COO triplets.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 
+from ._format import BLOCK, BLOCK_SHIFT, popcount
+from ._indexing import _ranges
 from ._matrix import BitmapMatrix
-from ._sputils import check_dtype, check_shape, get_array_module, gpu_module, operator_index
+from ._primitives import exclusive_scan, stable_argsort
+from ._sputils import (check_dtype, check_shape, get_array_module, gpu_module, operator_index,
+                       upcast)
 
-__all__ = ["diags", "eye", "identity"]
+__all__ = ["block_diag", "bmat", "diags", "eye", "hstack", "identity", "kron", "vstack"]
 
 
 def eye(m: int, n: int | None = None, *, k: int = 0, dtype: Any = np.float64,
@@ -178,3 +188,230 @@ def _length(shape: tuple[int, int], k: int, index: int = 0) -> int:
 
 def _module(device: bool) -> Any:
     return gpu_module("device=True") if device else np
+
+
+def bmat(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
+    """A matrix from a 2-D grid of matrices, as ``scipy.sparse.bmat`` (and
+    ``block_array``).
+
+    Parameters
+    ----------
+    blocks : 2-D sequence of matrices or None
+        Each a BitmapMatrix or what ``BitmapMatrix()`` takes (scipy or cupyx
+        sparse, dense arrays). None is a block of zeros. The matrices of one
+        grid row share their number of rows, those of one grid column their
+        number of columns; a grid row or column of None only is empty (no
+        rows or columns), as scipy takes it.
+    dtype : dtype, optional
+        Default: NumPy's promotion of the blocks' dtypes (float64 for none).
+
+    Returns
+    -------
+    BitmapMatrix
+        On the GPU when the blocks are; stored zeros are kept, as scipy's.
+
+    Raises
+    ------
+    ValueError
+        ``blocks`` is not 2-D, or the shapes of a grid row or column differ.
+    TypeError
+        Some blocks on the host and some on the GPU, or an unsupported dtype.
+
+    Notes
+    -----
+    Where every grid row and column starts at a multiple of 8 (the blocks
+    above and to the left fill whole 8x8 blocks), the blocks are joined as
+    they are: O(nblocks log nblocks + nnz), and no sort for a single grid
+    column. Elsewhere the entries go through COO triplets and a sort (H200,
+    the WebBase-1M surrogate stacked on itself: 0.41 ms against cupyx's
+    0.21 where its 1,000,005 rows are cut to 1,000,000, 1.5 ms against 0.4
+    as they are; side by side 1.7 ms against cupyx's 4.1).
+    """
+    grid = _grid(blocks)
+    heights, widths = _lengths(grid)
+    row_offsets, col_offsets = _starts(heights), _starts(widths)
+    shape = check_shape((row_offsets[-1], col_offsets[-1]))
+    parts = [(grid[i, j], row_offsets[i], col_offsets[j])
+             for i in range(grid.shape[0]) for j in range(grid.shape[1])
+             if grid[i, j] is not None]
+    mats = [m for m, _, _ in parts]
+    dtype = check_dtype(dtype) if dtype is not None else \
+        upcast(*(m.dtype for m in mats)) if mats else np.dtype(np.float64)
+    xp = get_array_module(*(m.keys for m in mats))
+    return _join(xp, parts, shape, dtype, grid.shape[1] == 1)
+
+
+def vstack(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
+    """Matrices one above the other, as ``scipy.sparse.vstack`` (see :func:`bmat`)."""
+    return bmat([[b] for b in _some(blocks, "vstack")], dtype=dtype)
+
+
+def hstack(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
+    """Matrices side by side, as ``scipy.sparse.hstack`` (see :func:`bmat`)."""
+    return bmat([_some(blocks, "hstack")], dtype=dtype)
+
+
+def _some(blocks: Any, name: str) -> list[Any]:
+    blocks = list(blocks)
+    if not blocks:
+        raise ValueError(f"{name} needs at least one matrix")
+    return blocks
+
+
+def block_diag(mats: Any, *, dtype: Any = None) -> BitmapMatrix:
+    """Matrices along the diagonal, zeros elsewhere, as ``scipy.sparse.block_diag``
+    (see :func:`bmat`; here a matrix with no rows or columns still adds its
+    columns or rows, as scipy's does)."""
+    mats = [_matrix(m) for m in mats]
+    if not mats:
+        raise ValueError("block_diag needs at least one matrix")
+    rows, cols = _starts([m.shape[0] for m in mats]), _starts([m.shape[1] for m in mats])
+    shape = (rows[-1], cols[-1])
+    parts = list(zip(mats, rows, cols))
+    dtype = check_dtype(dtype) if dtype is not None else upcast(*(m.dtype for m in mats))
+    xp = get_array_module(*(m.keys for m in mats))
+    return _join(xp, parts, check_shape(shape), dtype, True)
+
+
+def kron(a: Any, b: Any) -> BitmapMatrix:
+    """The Kronecker product, as ``scipy.sparse.kron``: block (i, j) of the
+    result, of b's shape, is ``a[i, j] * b``.
+
+    Parameters
+    ----------
+    a, b : BitmapMatrix, or what ``BitmapMatrix()`` takes
+        Both on the host or both on the GPU.
+
+    Returns
+    -------
+    BitmapMatrix
+        Of shape ``(a.shape[0] * b.shape[0], a.shape[1] * b.shape[1])`` and
+        NumPy's promotion of the dtypes, with ``a.nnz * b.nnz`` entries:
+        products that are zero stay stored, as scipy's (COO) result keeps them.
+
+    Raises
+    ------
+    ValueError
+        The result's shape is past what a BitmapMatrix holds.
+    MemoryError
+        The ``a.nnz * b.nnz`` entries do not fit.
+    """
+    a, b = _matrix(a), _matrix(b)
+    shape = check_shape((a.shape[0] * b.shape[0], a.shape[1] * b.shape[1]))
+    get_array_module(a.keys, b.keys)  # (TypeError for a mix)
+    dtype = upcast(a.dtype, b.dtype)
+    (a_rows, a_cols), (b_rows, b_cols) = a._coo_indices(), b._coo_indices()
+    rows = (a_rows[:, None] * b.shape[0] + b_rows[None, :]).ravel()
+    cols = (a_cols[:, None] * b.shape[1] + b_cols[None, :]).ravel()
+    values = None
+    if dtype != np.bool_:
+        values = (a._data().astype(dtype)[:, None] * b._data().astype(dtype)[None, :]).ravel()
+    return BitmapMatrix.from_coo(rows, cols, values, shape)
+
+
+def _matrix(x: Any) -> BitmapMatrix:
+    return x if isinstance(x, BitmapMatrix) else BitmapMatrix(x)
+
+
+def _starts(lengths: list[int]) -> list[int]:
+    """Where each of ``lengths`` starts, and their total last."""
+    return [0, *itertools.accumulate(int(n) for n in lengths)]
+
+
+def _grid(blocks: Any) -> np.ndarray:
+    """``blocks`` as a 2-D object array of BitmapMatrix and None."""
+    # (filled one entry at a time: numpy.asarray would unpack dense blocks)
+    rows = blocks.tolist() if isinstance(blocks, np.ndarray) else list(blocks)
+    if not rows or not all(isinstance(row, (list, tuple)) for row in rows):
+        raise ValueError("blocks must be 2-D")
+    rows = [list(row) for row in rows]
+    if len({len(row) for row in rows}) > 1:
+        raise ValueError("blocks must be 2-D: its rows differ in length")
+    grid = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=object)
+    for i, row in enumerate(rows):
+        for j, x in enumerate(row):
+            grid[i, j] = None if x is None else _matrix(x)
+    return grid
+
+
+def _lengths(grid: np.ndarray) -> tuple[list[int], list[int]]:
+    """Rows of each grid row and columns of each grid column, from their
+    first matrix (0 where there is none), as scipy's ``bmat`` checks them."""
+    heights, widths = [0] * grid.shape[0], [0] * grid.shape[1]
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            m = grid[i, j]
+            if m is None:
+                continue
+            for axis, lengths, at, name in ((0, heights, i, f"blocks[{i},:]"),
+                                            (1, widths, j, f"blocks[:,{j}]")):
+                if lengths[at] == 0:
+                    lengths[at] = m.shape[axis]
+                elif lengths[at] != m.shape[axis]:
+                    kind = "row" if axis == 0 else "column"
+                    raise ValueError(f"{name} has incompatible {kind} dimensions. Got "
+                                     f"blocks[{i},{j}].shape[{axis}] == {m.shape[axis]}, "
+                                     f"expected {lengths[at]}.")
+    return heights, widths
+
+
+def _join(xp: Any, parts: list[tuple[BitmapMatrix, int, int]], shape: tuple[int, int],
+          dtype: np.dtype, one_column: bool) -> BitmapMatrix:
+    """The matrices of ``parts`` (matrix, first row, first column) as one of
+    ``shape``: block by block where every first row and column is a multiple
+    of 8, else through COO triplets; ``one_column``: each lies below the last."""
+    blocks = all(r % BLOCK == 0 and c % BLOCK == 0 for _, r, c in parts)
+    return (_join_blocks if blocks else _join_entries)(xp, parts, shape, dtype, one_column)
+
+
+def _join_blocks(xp: Any, parts: list[tuple[BitmapMatrix, int, int]], shape: tuple[int, int],
+                 dtype: np.dtype, one_column: bool) -> BitmapMatrix:
+    """The matrices of ``parts``, each at a multiple of 8 rows and columns,
+    joined block by block: a matrix's blocks are its own with their keys
+    shifted. One below the last, they are in key order already
+    (concatenated); side by side, the blocks are sorted by key and their
+    runs of values moved with them."""
+    pattern = dtype == np.bool_
+    values = None if pattern else xp.concatenate(
+        [xp.zeros(0, dtype=dtype)] + [m._data().astype(dtype, copy=False) for m, _, _ in parts])
+    bases = _starts([m.nnz for m, _, _ in parts])
+    keys = _concatenate(xp, xp.uint64, [m.keys + _shift(r, c) for m, r, c in parts])
+    bitmaps = _concatenate(xp, xp.uint64, [m.bitmaps for m, _, _ in parts])
+    starts = _concatenate(xp, xp.int64, [m.offsets[:-1] + base
+                                         for (m, _, _), base in zip(parts, bases)])
+    if one_column:
+        offsets = xp.concatenate([starts, xp.full(1, bases[-1], dtype=xp.int64)])
+    else:
+        order = stable_argsort(xp, keys)
+        keys, bitmaps, starts = keys[order], bitmaps[order], starts[order]
+        counts = popcount(bitmaps)
+        if not pattern:
+            values = values[_ranges(xp, starts, counts, bases[-1])[1]]
+        offsets = exclusive_scan(xp, counts)
+    return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, shape, dtype,
+                                     nnz=bases[-1])
+
+
+def _shift(r: int, c: int) -> np.uint64:
+    """What a key gains at block row ``r // 8`` and column ``c // 8``."""
+    return np.uint64(((r >> BLOCK_SHIFT) << 32) + (c >> BLOCK_SHIFT))
+
+
+def _concatenate(xp: Any, dtype: Any, arrays: list[Any]) -> Any:
+    # (an empty part first: concatenate takes no empty list)
+    return xp.concatenate([xp.zeros(0, dtype=dtype)] + arrays)
+
+
+def _join_entries(xp: Any, parts: list[tuple[BitmapMatrix, int, int]],
+                  shape: tuple[int, int], dtype: np.dtype, one_column: bool) -> BitmapMatrix:
+    """The matrices of ``parts`` joined through their COO triplets (which the
+    conversion sorts, wherever they lie)."""
+    none = xp.zeros(0, dtype=xp.int64)
+    rows, cols, values = [none], [none], [xp.zeros(0, dtype=dtype)]
+    for m, r, c in parts:
+        m_rows, m_cols = m._coo_indices()
+        rows.append(m_rows + r)
+        cols.append(m_cols + c)
+        values.append(m._data().astype(dtype, copy=False))
+    values = None if dtype == np.bool_ else xp.concatenate(values)
+    return BitmapMatrix.from_coo(xp.concatenate(rows), xp.concatenate(cols), values, shape)

@@ -1,4 +1,6 @@
-"""Matrix Market files as BitmapMatrix, on the host."""
+"""Matrices in files, on the host: Matrix Market (``mmread``, ``mmwrite``)
+and NumPy's ``.npz`` (``save_npz``, ``load_npz``: the bitmap form itself, or
+scipy.sparse's files)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ from typing import Any
 
 import numpy as np
 import scipy.io
+import scipy.sparse
 
 from ._matrix import BitmapMatrix
 from ._readers import is_archive, read_matrix, read_mm
-from ._sputils import check_dtype
+from ._sputils import check_dtype, gpu_module
 
 
 def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatrix:
@@ -122,3 +125,96 @@ def mmwrite(path: str | bytes | os.PathLike, a: Any, *, comment: str | None = ""
             # "general": scipy's inferred symmetry ignores stored zeros (an
             # upper one was dropped) and, below 100 rows, negates bools
             scipy.io.mmwrite(f, c, comment=comment, field=field, symmetry="general")
+
+
+#: the version of the .npz layout :func:`save_npz` writes (a later one is
+#: refused by :func:`load_npz` rather than misread)
+NPZ_VERSION = 1
+
+
+def save_npz(file: Any, a: Any, compressed: bool = True) -> None:
+    """Save a matrix to a ``.npz`` file in its bitmap form, as
+    ``scipy.sparse.save_npz`` saves CSR: :func:`load_npz` reads it back with
+    no conversion (a large graph converted once, then loaded as blocks).
+
+    Parameters
+    ----------
+    file : str, PathLike or file
+        NumPy's ``savez`` adds ``.npz`` to a name without it.
+    a : BitmapMatrix, or what ``BitmapMatrix()`` takes
+        One on the GPU is copied to the host first.
+    compressed : bool
+        ``numpy.savez_compressed`` (smaller, slower) or ``numpy.savez``.
+
+    Notes
+    -----
+    The file holds ``format`` (``b"bmp"``), ``version``, ``shape``, ``keys``,
+    ``bitmaps`` and, unless ``a`` is a pattern (bool), ``values``: the
+    arrays of :class:`BitmapMatrix` less its offsets, which are recounted.
+    """
+    m = (a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)).get()
+    arrays = {"format": np.bytes_(b"bmp"), "version": np.int64(NPZ_VERSION),
+              "shape": np.array(m.shape, dtype=np.int64), "keys": m.keys,
+              "bitmaps": m.bitmaps}
+    if m.values is not None:
+        arrays["values"] = m.values
+    (np.savez_compressed if compressed else np.savez)(file, **arrays)
+
+
+def load_npz(file: Any, *, device: bool = False) -> BitmapMatrix:
+    """Load a matrix that :func:`save_npz` (or ``scipy.sparse.save_npz``) saved.
+
+    Parameters
+    ----------
+    file : str, PathLike or file
+    device : bool
+        Put the matrix on the GPU.
+
+    Returns
+    -------
+    BitmapMatrix
+        Its arrays checked as :meth:`BitmapMatrix.from_blocks` checks them
+        (a file is input like any other). A scipy file (CSR, CSC, COO, BSR,
+        DIA) is converted, stored zeros kept.
+
+    Raises
+    ------
+    ValueError
+        The file is no ``.npz`` of a sparse matrix, its arrays are
+        inconsistent, or it was written by a later layout.
+    """
+    try:
+        loaded = np.load(file, allow_pickle=False)
+    except ValueError as exc:  # (a pickle, or no NumPy file at all)
+        raise ValueError(f"{file!r} is no .npz file: {exc}") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(f"{file!r} holds one array (.npy), not a sparse matrix")
+    with loaded:
+        if "format" not in loaded:
+            raise ValueError(f"{file!r} holds no sparse matrix (an .npz file of "
+                             f"bmsparse.save_npz or scipy.sparse.save_npz)")
+        fmt = loaded["format"].item()
+        if fmt in (b"bmp", "bmp"):
+            return _from_npz(loaded, file, device)
+    if hasattr(file, "seek"):
+        file.seek(0)
+    m = BitmapMatrix(scipy.sparse.load_npz(file))
+    return m.to_device() if device else m
+
+
+def _from_npz(loaded: Any, file: Any, device: bool) -> BitmapMatrix:
+    """The BitmapMatrix of a :func:`save_npz` file's arrays (moved to the GPU
+    first with ``device``: the checks and the offsets run faster there)."""
+    version = int(loaded["version"]) if "version" in loaded else None
+    if version != NPZ_VERSION:
+        raise ValueError(f"{file!r} has bitmap layout version {version}; this bmsparse "
+                         f"reads version {NPZ_VERSION} (save it again with a bmsparse that "
+                         f"reads it, through scipy.sparse.save_npz if need be)")
+    missing = {"shape", "keys", "bitmaps"} - set(loaded.files)
+    if missing:
+        raise ValueError(f"{file!r} lacks {', '.join(sorted(missing))}")
+    arrays = [loaded[name] if name in loaded else None for name in ("keys", "bitmaps", "values")]
+    if device:
+        xp = gpu_module("load_npz(device=True)")
+        arrays = [None if x is None else xp.asarray(x) for x in arrays]
+    return BitmapMatrix.from_blocks(*arrays, tuple(loaded["shape"].tolist()))

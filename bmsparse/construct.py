@@ -208,7 +208,9 @@ def bmat(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
     Returns
     -------
     BitmapMatrix
-        On the GPU when the blocks are; stored zeros are kept, as scipy's.
+        On the GPU when the blocks are; stored zeros are kept, as scipy's
+        (but with ``dtype=bool``: a bool matrix stores no False, as
+        :meth:`BitmapMatrix.astype` makes it).
 
     Raises
     ------
@@ -360,6 +362,11 @@ def _join(xp: Any, parts: list[tuple[BitmapMatrix, int, int]], shape: tuple[int,
     """The matrices of ``parts`` (matrix, first row, first column) as one of
     ``shape``: block by block where every first row and column is a multiple
     of 8, else through COO triplets; ``one_column``: each lies below the last."""
+    if dtype == np.bool_:
+        # a zero (stored, or cast to False) is no entry of a pattern, which
+        # both joins below take every stored entry of a part to be: astype
+        # drops them first (a bool part is returned as it is)
+        parts = [(m.astype(dtype, copy=False), r, c) for m, r, c in parts]
     blocks = all(r % BLOCK == 0 and c % BLOCK == 0 for _, r, c in parts)
     return (_join_blocks if blocks else _join_entries)(xp, parts, shape, dtype, one_column)
 

@@ -198,14 +198,27 @@ def load_npz(file: Any, *, device: bool = False) -> BitmapMatrix:
             return _from_npz(loaded, file, device)
     if hasattr(file, "seek"):
         file.seek(0)
-    m = BitmapMatrix(scipy.sparse.load_npz(file))
+    try:
+        a = scipy.sparse.load_npz(file)
+    except (KeyError, AttributeError, TypeError, NotImplementedError) as exc:
+        # scipy's reader meets a missing array (KeyError), a format that is
+        # no string or names lil / dok, or a shape that is no pair with
+        # errors of its own: a file like any other input is refused clearly
+        raise ValueError(f"{file!r} holds no sparse matrix scipy.sparse.load_npz "
+                         f"reads: {type(exc).__name__}: {exc}") from None
+    m = BitmapMatrix(a)
     return m.to_device() if device else m
 
 
 def _from_npz(loaded: Any, file: Any, device: bool) -> BitmapMatrix:
     """The BitmapMatrix of a :func:`save_npz` file's arrays (moved to the GPU
     first with ``device``: the checks and the offsets run faster there)."""
-    version = int(loaded["version"]) if "version" in loaded else None
+    version = loaded["version"] if "version" in loaded else None
+    # (int() would take 1.5, True or b"1" for version 1, and fail obscurely
+    # on an array of several)
+    if version is not None:
+        version = version.item() if version.dtype.kind in "iu" and version.size == 1 \
+            else repr(version.tolist())
     if version != NPZ_VERSION:
         raise ValueError(f"{file!r} has bitmap layout version {version}; this bmsparse "
                          f"reads version {NPZ_VERSION} (save it again with a bmsparse that "
@@ -213,8 +226,13 @@ def _from_npz(loaded: Any, file: Any, device: bool) -> BitmapMatrix:
     missing = {"shape", "keys", "bitmaps"} - set(loaded.files)
     if missing:
         raise ValueError(f"{file!r} lacks {', '.join(sorted(missing))}")
+    shape = loaded["shape"]
+    if shape.ndim != 1 or shape.dtype.kind not in "iu":
+        # (a 0-d one would fail as no iterable, a bool pair pass as (1, 1))
+        raise ValueError(f"{file!r}: shape must be a 1-D integer array, got "
+                         f"{shape.ndim}-D {shape.dtype.name}")
     arrays = [loaded[name] if name in loaded else None for name in ("keys", "bitmaps", "values")]
     if device:
         xp = gpu_module("load_npz(device=True)")
         arrays = [None if x is None else xp.asarray(x) for x in arrays]
-    return BitmapMatrix.from_blocks(*arrays, tuple(loaded["shape"].tolist()))
+    return BitmapMatrix.from_blocks(*arrays, tuple(shape.tolist()))

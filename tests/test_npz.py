@@ -93,3 +93,47 @@ def test_inconsistent_or_later_files_are_refused(tmp_path):
 
 def test_exported_from_the_package():
     assert bmsparse.save_npz is save_npz and bmsparse.load_npz is load_npz
+
+
+def _bmp_file(path, **changes):
+    m = BitmapMatrix(sp.csr_array(np.eye(16)))
+    arrays = {"format": np.bytes_(b"bmp"), "version": np.int64(1),
+              "shape": np.array([16, 16]), "keys": m.keys, "bitmaps": m.bitmaps,
+              "values": m.values}
+    arrays.update(changes)
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize("version", [np.float64(1.5), np.bool_(True), np.bytes_(b"1"),
+                                     np.array([1, 1])])
+def test_a_version_that_is_not_the_integer_1_is_refused(tmp_path, version):
+    with pytest.raises(ValueError, match="version"):
+        load_npz(_bmp_file(tmp_path / "v.npz", version=version))
+
+
+@pytest.mark.parametrize("shape", [np.int64(16), np.array([True, True]),
+                                   np.array([[16, 16]])])
+def test_a_shape_that_is_no_pair_of_integers_is_refused(tmp_path, shape):
+    m = BitmapMatrix(sp.csr_array(np.eye(1)))
+    path = _bmp_file(tmp_path / "s.npz", shape=shape, keys=m.keys, bitmaps=m.bitmaps,
+                     values=m.values)
+    with pytest.raises(ValueError, match="shape"):
+        load_npz(path)
+
+
+@pytest.mark.parametrize("change", ["no data", "no shape", "format int", "format lil",
+                                    "0-d shape"])
+def test_malformed_scipy_files_raise_value_error(tmp_path, change):
+    a = sp.csr_array(np.eye(4))
+    arrays = {"format": np.bytes_(b"csr"), "shape": np.array(a.shape), "data": a.data,
+              "indices": a.indices, "indptr": a.indptr}
+    if change.startswith("no "):
+        del arrays[change[3:]]
+    else:
+        arrays.update({"format int": {"format": np.int64(3)},
+                       "format lil": {"format": np.bytes_(b"lil")},
+                       "0-d shape": {"shape": np.int64(4)}}[change])
+    np.savez(tmp_path / "s.npz", **arrays)
+    with pytest.raises(ValueError, match="holds no sparse matrix"):
+        load_npz(tmp_path / "s.npz")

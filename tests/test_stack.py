@@ -181,3 +181,16 @@ def test_hypersparse_parts_stack_by_their_blocks(xp):
     np.testing.assert_array_equal(c.row[mine], want.row[theirs])
     np.testing.assert_array_equal(c.col[mine], want.col[theirs])
     np.testing.assert_array_equal(c.data[mine], want.data[theirs])
+
+
+@pytest.mark.parametrize("rows", [8, 3])  # block by block, then through COO
+def test_stacks_to_bool_drop_zeros_as_astype(rows):
+    # a stored zero casts to False: a pattern holds no entry there
+    a = sp.csr_array((np.array([0.0, 2.0]), (np.array([0, 1]), np.array([0, 1]))),
+                     shape=(rows, 8))
+    want = bmsparse.BitmapMatrix(a).astype(bool).toarray()
+    for got in (bmsparse.vstack([a, a], dtype=bool), bmsparse.bmat([[a, None], [None, a]],
+                                                                  dtype=bool),
+                bmsparse.block_diag([a, a], dtype=bool)):
+        assert got.dtype == np.bool_ and got.nnz == 2
+        np.testing.assert_array_equal(got.toarray()[:rows, :8], want)

@@ -56,9 +56,7 @@ INDEX_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.int32), np.dtype(np.int64))
 
 #: the dtypes each template parameter is instantiated for
 PARAM_DTYPES: dict[str, tuple[np.dtype, ...]] = {"T": VALUE_DTYPES, "I": INDEX_DTYPES,
-                                                 "J": INDEX_DTYPES,
-                                                 "F": (np.dtype(np.float32),
-                                                       np.dtype(np.float64))}
+                                                 "J": INDEX_DTYPES}
 
 #: semiring functors (``_cuda/semiring.cuh``) of the template parameter ``S``;
 #: a kernel with ``S`` is instantiated for the value dtypes each one supports

@@ -33,7 +33,6 @@ floats and complex values only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,8 +44,7 @@ from ._sputils import get_array_module, upcast
 
 _KERNELS = "elementwise.cu"
 _kernels.register(_KERNELS, {"bmsparse_elementwise_merge": ("T",),
-                             "bmsparse_elementwise_compare": ("T",),
-                             "bmsparse_elementwise_non_finite": ("F",)})
+                             "bmsparse_elementwise_compare": ("T",)})
 THREADS = 256  # BMSPARSE_ELEMENTWISE_THREADS
 
 #: operation -> ``op`` of the kernel (``BMSPARSE_OP_*``)
@@ -107,10 +105,9 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     Notes
     -----
     O((a_nblocks + b_nblocks) log + a_nnz + b_nnz) work and memory. On the
-    GPU: one launch and one sync (a product of floats or complex values: a
-    check for inf and NaN queued before, read at that sync; where it finds
-    one, the merge runs again as a union). Deterministic: one operation per
-    entry.
+    GPU: one launch and one sync (a product of floats or complex values: the
+    launch also looks for inf and NaN, and where it finds one, the merge runs
+    again as a union). Deterministic: one operation per entry.
 
     Examples
     --------
@@ -135,15 +132,9 @@ def elementwise(a: Any, b: Any, op: str) -> Any:
     # inf * 0 and nan * 0 are NaN: an entry absent from the other operand
     # gives one, which scipy keeps (finite values times 0 are dropped), so a
     # product holding inf or NaN takes the union
-    non_finite = (_queue_non_finite(a.values, b.values)
-                  if combine == AND and dtype.kind in "fc" else None)
-    if non_finite is not None and xp is np and non_finite():
-        combine = OR
-    keys, bitmaps, offsets, values, nnz, _ = merge(a_blocks, b_blocks, op, combine)
-    if non_finite is not None and combine == AND and non_finite():
-        # (on the GPU, read after the merge's sync: the check costs no sync of
-        # its own where, as almost always, the values are finite)
-        keys, bitmaps, offsets, values, nnz, _ = merge(a_blocks, b_blocks, op, OR)
+    check = combine == AND and dtype.kind in "fc"
+    keys, bitmaps, offsets, values, nnz, _ = merge(a_blocks, b_blocks, op, combine,
+                                                   check_finite=check)
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, a.shape, nnz=nnz)
 
 
@@ -189,42 +180,6 @@ def compare(a: Any, b: Any, op: str) -> Any:
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, None, a.shape, nnz=nnz)
 
 
-def _queue_non_finite(a_values: Any, b_values: Any) -> Callable[[], bool]:
-    """A function telling whether ``a_values`` or ``b_values`` (float or
-    complex, NumPy or CuPy, contiguous) holds an ``inf`` or a NaN.
-
-    On the GPU the check is queued, one kernel per operand setting a flag in
-    host memory, and the function waits on the stream and reads the flag:
-    called after the next sync, it costs no sync of its own. (A check and a
-    sync before the merge took 0.069 ms of the surrogate's 0.377 ms product;
-    isfinite and any, 0.2 ms; H200.)
-    """
-    xp = get_array_module(a_values, b_values)
-    if xp is np:
-        found = not (np.isfinite(a_values).all() and np.isfinite(b_values).all())
-        return lambda: found
-    import cupy
-
-    flag = _readback.host_flag()
-    word = None if flag is not None else cupy.zeros(1, dtype=cupy.uint64)
-    ptr = np.uint64(flag.ptr if flag is not None else word.data.ptr)
-    for values in (a_values, b_values):
-        parts = _real_view(values)
-        kernel = _kernels.get_kernel(_KERNELS, "bmsparse_elementwise_non_finite",
-                                     F=parts.dtype)
-        threads = min(parts.shape[0], _kernels.resident_blocks(kernel, THREADS) * THREADS)
-        _kernels.launch(kernel, threads, (parts, np.int64(parts.shape[0]), ptr),
-                        block=THREADS, cast=False)
-    if flag is not None:
-        return lambda: bool(flag.read())
-    return lambda: bool(_readback.read_last(word))
-
-
-def _real_view(values: Any) -> Any:
-    """Complex values as their real and imaginary parts (a view), others as they are."""
-    return values.view(values.real.dtype) if values.dtype.kind == "c" else values
-
-
 def broadcast_shape(shape: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]:
     """NumPy's broadcast of two shapes, computed on the integers.
 
@@ -267,9 +222,11 @@ def _bounds(a_blocks: tuple, b_blocks: tuple, combine: int) -> tuple[int, int, i
     return n, block_bound(na, nb, combine), min(a_nnz, b_nnz) if combine == AND else a_nnz + b_nnz
 
 
-def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
+def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False, check_finite=False):
     """``bmsparse_elementwise_merge``: as :func:`_merge_numpy`; the stages'
     arrays (views into the launch's scratch) only with ``stages``, else None.
+    With ``check_finite`` the launch also looks for inf and NaN in the
+    values, and where it finds one the merge runs again as a union.
 
     Memory is allocated raw and C's arrays are made once its sizes are known:
     on the GPU an ndarray (a view too) costs 3-5 us, as much as the whole
@@ -296,8 +253,13 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
     # rank, bits, the two scans, the thread blocks' sums (no memset: the
     # barrier is the stream's)
     nwork = 4 * n + 2 + 2 * grid
-    work = cupy.cuda.alloc(8 * nwork)
+    work = cupy.cuda.alloc(8 * (nwork + 1))  # and a non-finite flag where no host one
     report = _readback.host_words(2)
+    flag = _readback.host_flag() if check_finite else None  # cleared
+    flag_ptr = 0 if flag is None else flag.ptr
+    if check_finite and flag is None:
+        work.memset_async(8 * nwork, 8)
+        flag_ptr = work.ptr + 8 * nwork
     null, i64, ptr = _kernels.NULL, np.int64, np.uint64
     na, nb = a_blocks[0].shape[0], b_blocks[0].shape[0]
     # the scalars as the kernel declares them, the arrays the operands' own
@@ -307,14 +269,20 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False):
         null if values is None else b_blocks[3], i64(nb), i64(OPS[op]), i64(combine),
         i64(values is not None), ptr(work.ptr), ptr(_kernels.barrier_words()),
         ptr(blocks.ptr), ptr(blocks.ptr + 8 * bound), ptr(blocks.ptr + 16 * bound),
-        null if c_values is None else ptr(c_values.ptr), ptr(report or 0)),
+        null if c_values is None else ptr(c_values.ptr), ptr(report or 0), ptr(flag_ptr)),
         block=THREADS, cooperative=True, cast=False)
+    device_flag = 0
     if report is None:
-        # sync: the sizes of C, its scans' totals
-        words = _kernels.device_array(work, 0, nwork, np.uint64)
-        nc, nnz = _readback.read_ints((words, 3 * n), (words, 4 * n + 1))
+        # sync: the sizes of C, its scans' totals (and the flag)
+        words = _kernels.device_array(work, 0, nwork + 1, np.uint64)
+        nc, nnz, device_flag = _readback.read_ints((words, 3 * n), (words, 4 * n + 1),
+                                                   (words, nwork))
     else:
         nc, nnz = _readback.take_words(2)  # sync: the sizes of C, written by the kernel
+    non_finite = check_finite and (flag.read() if flag is not None else device_flag)
+    if non_finite:
+        # inf * 0 is NaN: the union instead (rare, so run again)
+        return _merge_cuda(a_blocks, b_blocks, op, OR, stages)
     if stages:
         stages = tuple(_kernels.device_array(work, 8 * start, size, dtype)
                        for start, size, dtype in ((0, n, cupy.int64), (n, n, cupy.uint64),
@@ -336,8 +304,9 @@ def _device_blocks(blocks, c_values, values, bound, values_bound, nc, nnz):
     return (*out, c_values.copy() if _wasteful(nnz, values_bound) else c_values, nnz)
 
 
-def _merge_numpy(a_blocks, b_blocks, op, combine):
-    """The three stages on the host.
+def _merge_numpy(a_blocks, b_blocks, op, combine, check_finite=False):
+    """The three stages on the host; with ``check_finite``, a union where
+    the values hold inf or NaN.
 
     Returns
     -------
@@ -348,6 +317,8 @@ def _merge_numpy(a_blocks, b_blocks, op, combine):
     stages : (rank, bits, blocks_before, values_before)
         Of :func:`match_blocks` and :func:`scan_slots`.
     """
+    if check_finite and not (np.isfinite(a_blocks[3]).all() and np.isfinite(b_blocks[3]).all()):
+        combine = OR
     n, bound, values_bound = _bounds(a_blocks, b_blocks, combine)
     rank, bits = match_blocks(a_blocks, b_blocks, op, combine)
     blocks_before, values_before = scan_slots(bits)

@@ -767,6 +767,61 @@ class BitmapMatrix(ElementwiseFunctions):
             for attr, array in zip(("_keys", "_bitmaps", "_offsets", "_values"), blocks):
                 self._store(attr, array)
 
+    def setdiag(self, values: Any, k: int = 0) -> None:
+        """Set the entries of diagonal ``k``, in place, as scipy's.
+
+        Parameters
+        ----------
+        values : scalar or 1-D array
+            A scalar sets the whole diagonal; an array its first entries
+            (a longer one is cut, a shorter one leaves the rest as it was).
+            Cast to the matrix's dtype; a zero is stored (scipy stores it
+            too), but a bool matrix stores no False: a False entry is removed.
+            On the GPU, a CuPy array or a scalar.
+        k : int
+            0 the main diagonal, above it positive.
+
+        Raises
+        ------
+        ValueError
+            ``k`` lies past the matrix (scipy's "k exceeds array
+            dimensions"), or ``values`` is not 1-D.
+
+        Notes
+        -----
+        The matrix gets new arrays as :meth:`eliminate_zeros` does (what it
+        derived from the old ones is dropped): its entries off the diagonal
+        and the new ones through the COO conversion, O(nnz log nnz).
+        ``A.setdiag(0); A.eliminate_zeros()`` removes a graph's self-loops.
+        """
+        k = operator_index(k, "k")
+        m, n = self.shape
+        if k >= n or -k >= m:
+            raise ValueError("k exceeds array dimensions")
+        xp = self._xp()
+        if _is_array(values):
+            get_array_module(self.keys, values)  # (TypeError for a host / GPU mix)
+        first = max(-k, 0)
+        length = min(m - first, n - first - k)
+        values = xp.asarray(values)
+        if values.ndim > 1:
+            raise ValueError(f"values must be a scalar or 1-D, got {values.ndim}-D")
+        count = length if values.ndim == 0 else min(length, values.shape[0])
+        rows = xp.arange(first, first + count, dtype=xp.int64)
+        new = xp.broadcast_to(values, (count,)) if values.ndim == 0 else values[:count]
+        old_rows, old_cols = self._coo_indices()
+        # the old entries of those places go: the new ones replace them
+        off = (old_cols - old_rows != k) | (old_rows >= first + count)
+        kept = xp.flatnonzero(off)
+        a = BitmapMatrix.from_coo(xp.concatenate([old_rows[kept], rows]),
+                                  xp.concatenate([old_cols[kept], rows + k]),
+                                  xp.concatenate([self._data()[kept],
+                                                  new.astype(self.dtype, copy=False)]),
+                                  self.shape)
+        for attr, array in zip(("_keys", "_bitmaps", "_offsets", "_values"),
+                               (a.keys, a.bitmaps, a.offsets, a.values)):
+            self._store(attr, array)
+
     # --- conversions -------------------------------------------------------
 
     def get(self) -> BitmapMatrix:

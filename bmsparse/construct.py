@@ -236,11 +236,7 @@ def bmat(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
     parts = [(grid[i, j], row_offsets[i], col_offsets[j])
              for i in range(grid.shape[0]) for j in range(grid.shape[1])
              if grid[i, j] is not None]
-    mats = [m for m, _, _ in parts]
-    dtype = check_dtype(dtype) if dtype is not None else \
-        upcast(*(m.dtype for m in mats)) if mats else np.dtype(np.float64)
-    xp = get_array_module(*(m.keys for m in mats))
-    return _join(xp, parts, shape, dtype, grid.shape[1] == 1)
+    return _join(parts, shape, dtype, grid.shape[1] == 1)
 
 
 def vstack(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
@@ -268,11 +264,7 @@ def block_diag(mats: Any, *, dtype: Any = None) -> BitmapMatrix:
     if not mats:
         raise ValueError("block_diag needs at least one matrix")
     rows, cols = _starts([m.shape[0] for m in mats]), _starts([m.shape[1] for m in mats])
-    shape = (rows[-1], cols[-1])
-    parts = list(zip(mats, rows, cols))
-    dtype = check_dtype(dtype) if dtype is not None else upcast(*(m.dtype for m in mats))
-    xp = get_array_module(*(m.keys for m in mats))
-    return _join(xp, parts, check_shape(shape), dtype, True)
+    return _join(list(zip(mats, rows, cols)), check_shape((rows[-1], cols[-1])), dtype, True)
 
 
 def kron(a: Any, b: Any) -> BitmapMatrix:
@@ -329,7 +321,7 @@ def _grid(blocks: Any) -> np.ndarray:
     rows = [list(row) for row in rows]
     if len({len(row) for row in rows}) > 1:
         raise ValueError("blocks must be 2-D: its rows differ in length")
-    grid = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=object)
+    grid = np.empty((len(rows), len(rows[0])), dtype=object)
     for i, row in enumerate(rows):
         for j, x in enumerate(row):
             grid[i, j] = None if x is None else _matrix(x)
@@ -357,11 +349,15 @@ def _lengths(grid: np.ndarray) -> tuple[list[int], list[int]]:
     return heights, widths
 
 
-def _join(xp: Any, parts: list[tuple[BitmapMatrix, int, int]], shape: tuple[int, int],
-          dtype: np.dtype, one_column: bool) -> BitmapMatrix:
+def _join(parts: list[tuple[BitmapMatrix, int, int]], shape: tuple[int, int], dtype: Any,
+          one_column: bool) -> BitmapMatrix:
     """The matrices of ``parts`` (matrix, first row, first column) as one of
-    ``shape``: block by block where every first row and column is a multiple
-    of 8, else through COO triplets; ``one_column``: each lies below the last."""
+    ``shape`` and ``dtype`` (None: their promotion, float64 for none): block
+    by block where every first row and column is a multiple of 8, else
+    through COO triplets; ``one_column``: each lies below the last."""
+    dtype = check_dtype(dtype) if dtype is not None else \
+        upcast(*(m.dtype for m, _, _ in parts)) if parts else np.dtype(np.float64)
+    xp = get_array_module(*(m.keys for m, _, _ in parts))  # (TypeError for a mix)
     if dtype == np.bool_:
         # a zero (stored, or cast to False) is no entry of a pattern, which
         # both joins below take every stored entry of a part to be: astype

@@ -140,6 +140,10 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool, *,
         # string or time dtype no product has
         raise TypeError(f"no supported conversion for types: ({a_dtype!r}, {x_dtype!r})")
     dtype = a_dtype if a_dtype == x_dtype else upcast(a_dtype, x_dtype)
+    if x.ndim == 2 and x.shape[1] == 0:
+        # no columns, no sums: the block pointer and warp layout below scale
+        # with the shape (32 GiB of pointer for 2**35 hypersparse rows)
+        return xp.zeros((0, shape[0]) if out_transposed else (shape[0], 0), dtype=dtype)
     # bool @ bool counts in int64 and compares with 0: a Boolean product
     boolean = dtype.kind == "b"
     compute = _INT64 if boolean else dtype

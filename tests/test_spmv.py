@@ -775,3 +775,40 @@ def test_scipy_operand_still_multiplies_sparse():
 
 def test_spmv_is_exported():
     assert spmv is spmv_function
+
+
+HUGE = 2**35  # the largest dimension a matrix may have (for the empty products below)
+
+
+def fail_if_called(*args):
+    raise AssertionError("an empty product built a pointer over the matrix's shape")
+
+
+@pytest.mark.parametrize("dtype, x_dtype, want", [("float64", "float64", "float64"),
+                                                  ("int32", "float32", "float64"),
+                                                  ("bool", "bool", "bool")])
+def test_no_columns_skips_work_that_scales_with_the_shape(monkeypatch, dtype, x_dtype, want):
+    # a product with zero columns (rows, on the left) has nothing to sum: it
+    # must not build the 2**32-entry block pointer of a hypersparse matrix
+    rows, cols = np.array([0, 5, HUGE - 1]), np.array([HUGE - 1, 3, 0])
+    a = BitmapMatrix((np.ones(3, dtype=dtype), (rows, cols)), shape=(HUGE, HUGE))
+    monkeypatch.setattr(BitmapMatrix, "_row_pointer", fail_if_called)
+    monkeypatch.setattr(BitmapMatrix, "_column_pointer", fail_if_called)
+    x = np.empty((HUGE, 0), dtype=x_dtype)
+    for got, shape in [(a @ x, (HUGE, 0)), (a.T @ x, (HUGE, 0)), (x.T @ a, (0, HUGE)),
+                       (x.T @ a.T, (0, HUGE))]:
+        assert got.shape == shape
+        assert got.dtype == want
+        assert got.flags.c_contiguous
+
+
+def test_no_columns_still_checks_shapes_and_dtypes():
+    a = BitmapMatrix(np.array([[1.0, 0, 2], [0, 3, 0]]))
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        a @ np.empty((2, 0))
+    with pytest.raises(ValueError, match="dimension mismatch"):
+        np.empty((0, 3)) @ a
+    with pytest.raises(TypeError, match="no supported conversion"):
+        a @ np.empty((3, 0), dtype="U1")
+    with pytest.raises(TypeError, match="result dtype float16 is not supported"):
+        BitmapMatrix(np.eye(3, dtype=bool)) @ np.empty((3, 0), dtype=np.float16)

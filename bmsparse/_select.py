@@ -61,7 +61,7 @@ def triangle_bitmaps(keys: Any, bitmaps: Any, k: int, lower: bool) -> Any:
     return bitmaps & (masks if lower else ~masks)
 
 
-def tril(a: Any, k: int = 0) -> BitmapMatrix:
+def tril(a: Any, k: int = 0, format: str | None = None) -> Any:
     """The lower triangle of ``a``: its entries (i, j) with ``j - i <= k``.
 
     Parameters
@@ -69,10 +69,13 @@ def tril(a: Any, k: int = 0) -> BitmapMatrix:
     a : BitmapMatrix, or anything BitmapMatrix accepts
     k : int
         The last diagonal kept: 0 the main one, -1 below it, 1 above it.
+    format : str, optional
+        None (or "bmp"): a BitmapMatrix; another of scipy's formats converts
+        it (:meth:`BitmapMatrix.asformat`), as ``scipy.sparse.tril`` takes one.
 
     Returns
     -------
-    BitmapMatrix
+    BitmapMatrix, or ``format``
         Of ``a``'s shape and dtype, on ``a``'s side (host or GPU), stored
         zeros kept (as ``scipy.sparse.tril``).
 
@@ -82,15 +85,15 @@ def tril(a: Any, k: int = 0) -> BitmapMatrix:
     through SpGEMM's compaction. O(nblocks + nnz), one sync on the GPU to
     size the result.
     """
-    return _triangle(a, k, True)
+    return _triangle(a, k, True).asformat(format)
 
 
-def triu(a: Any, k: int = 0) -> BitmapMatrix:
+def triu(a: Any, k: int = 0, format: str | None = None) -> Any:
     """The upper triangle of ``a``: its entries (i, j) with ``j - i >= k``.
 
     As :func:`tril` otherwise (``k`` is the first diagonal kept).
     """
-    return _triangle(a, k, False)
+    return _triangle(a, k, False).asformat(format)
 
 
 def _triangle(a: Any, k: Any, lower: bool) -> BitmapMatrix:

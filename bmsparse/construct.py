@@ -29,7 +29,7 @@ __all__ = ["block_diag", "bmat", "diags", "eye", "hstack", "identity", "kron", "
 
 
 def eye(m: int, n: int | None = None, *, k: int = 0, dtype: Any = np.float64,
-        device: bool = False) -> BitmapMatrix:
+        format: str | None = None, device: bool = False) -> Any:
     """The m x n matrix with ones on its k-th diagonal, as ``scipy.sparse.eye_array``.
 
     Parameters
@@ -40,12 +40,16 @@ def eye(m: int, n: int | None = None, *, k: int = 0, dtype: Any = np.float64,
         Diagonal: 0 the main one, above it positive.
     dtype : dtype
         One of ``bmsparse.SUPPORTED_DTYPES``; bool makes a pattern.
+    format : str, optional
+        None (or "bmp"): a BitmapMatrix; another of scipy's formats converts
+        it (:meth:`BitmapMatrix.asformat`: scipy's on the host, cupyx's on the
+        GPU), for code written for scipy that names one.
     device : bool
         Build it on the GPU.
 
     Returns
     -------
-    BitmapMatrix
+    BitmapMatrix, or ``format``
 
     Raises
     ------
@@ -56,16 +60,18 @@ def eye(m: int, n: int | None = None, *, k: int = 0, dtype: Any = np.float64,
     k = operator_index(k, "k")
     xp = _module(device)
     dtype = check_dtype(dtype)
-    return _from_diagonals([xp.ones(_length(shape, k), dtype=dtype)], [k], shape, dtype, xp)
+    return _from_diagonals([xp.ones(_length(shape, k), dtype=dtype)], [k], shape, dtype,
+                           xp).asformat(format)
 
 
-def identity(n: int, *, dtype: Any = np.float64, device: bool = False) -> BitmapMatrix:
+def identity(n: int, dtype: Any = np.float64, format: str | None = None, *,
+             device: bool = False) -> Any:
     """The n x n identity, as ``scipy.sparse.identity`` (see :func:`eye`)."""
-    return eye(n, dtype=dtype, device=device)
+    return eye(n, dtype=dtype, format=format, device=device)
 
 
-def diags(diagonals: Any, *, offsets: Any = 0, shape: Any = None, dtype: Any = None,
-          device: bool = False) -> BitmapMatrix:
+def diags(diagonals: Any, *, offsets: Any = 0, shape: Any = None, format: str | None = None,
+          dtype: Any = None, device: bool = False) -> Any:
     """A matrix from its diagonals, as ``scipy.sparse.diags_array``.
 
     Parameters
@@ -85,12 +91,16 @@ def diags(diagonals: Any, *, offsets: Any = 0, shape: Any = None, dtype: Any = N
     dtype : dtype, optional
         Default: the diagonals' common dtype (NumPy's promotion; Python ints
         give int64 and floats float64), which scipy's future default is too.
+    format : str, optional
+        None (or "bmp"): a BitmapMatrix; another of scipy's formats converts
+        it (:meth:`BitmapMatrix.asformat`: scipy's on the host, cupyx's on the
+        GPU), for code written for scipy that names one.
     device : bool
         Build it on the GPU (implied by CuPy diagonals).
 
     Returns
     -------
-    BitmapMatrix
+    BitmapMatrix, or ``format``
         Stored zeros of the diagonals are kept (scipy's ``dia_array`` keeps
         them too).
 
@@ -121,7 +131,7 @@ def diags(diagonals: Any, *, offsets: Any = 0, shape: Any = None, dtype: Any = N
     shape = check_shape(shape)
     dtype = check_dtype(xp.result_type(*diagonals) if dtype is None and diagonals
                         else np.float64 if dtype is None else dtype)
-    return _from_diagonals(diagonals, offsets, shape, dtype, xp)
+    return _from_diagonals(diagonals, offsets, shape, dtype, xp).asformat(format)
 
 
 def _is_one_diagonal(diagonals: Any) -> bool:
@@ -190,7 +200,7 @@ def _module(device: bool) -> Any:
     return gpu_module("device=True") if device else np
 
 
-def bmat(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
+def bmat(blocks: Any, format: str | None = None, dtype: Any = None) -> Any:
     """A matrix from a 2-D grid of matrices, as ``scipy.sparse.bmat`` (and
     ``block_array``).
 
@@ -202,12 +212,16 @@ def bmat(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
         grid row share their number of rows, those of one grid column their
         number of columns; a grid row or column of None only is empty (no
         rows or columns), as scipy takes it.
+    format : str, optional
+        None (or "bmp"): a BitmapMatrix; another of scipy's formats converts
+        it (:meth:`BitmapMatrix.asformat`: scipy's on the host, cupyx's on the
+        GPU), for code written for scipy that names one.
     dtype : dtype, optional
         Default: NumPy's promotion of the blocks' dtypes (float64 for none).
 
     Returns
     -------
-    BitmapMatrix
+    BitmapMatrix, or ``format``
         On the GPU when the blocks are; stored zeros are kept, as scipy's
         (but with ``dtype=bool``: a bool matrix stores no False, as
         :meth:`BitmapMatrix.astype` makes it).
@@ -236,17 +250,17 @@ def bmat(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
     parts = [(grid[i, j], row_offsets[i], col_offsets[j])
              for i in range(grid.shape[0]) for j in range(grid.shape[1])
              if grid[i, j] is not None]
-    return _join(parts, shape, dtype, grid.shape[1] == 1)
+    return _join(parts, shape, dtype, grid.shape[1] == 1).asformat(format)
 
 
-def vstack(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
+def vstack(blocks: Any, format: str | None = None, dtype: Any = None) -> Any:
     """Matrices one above the other, as ``scipy.sparse.vstack`` (see :func:`bmat`)."""
-    return bmat([[b] for b in _some(blocks, "vstack")], dtype=dtype)
+    return bmat([[b] for b in _some(blocks, "vstack")], format, dtype)
 
 
-def hstack(blocks: Any, *, dtype: Any = None) -> BitmapMatrix:
+def hstack(blocks: Any, format: str | None = None, dtype: Any = None) -> Any:
     """Matrices side by side, as ``scipy.sparse.hstack`` (see :func:`bmat`)."""
-    return bmat([_some(blocks, "hstack")], dtype=dtype)
+    return bmat([_some(blocks, "hstack")], format, dtype)
 
 
 def _some(blocks: Any, name: str) -> list[Any]:
@@ -256,7 +270,7 @@ def _some(blocks: Any, name: str) -> list[Any]:
     return blocks
 
 
-def block_diag(mats: Any, *, dtype: Any = None) -> BitmapMatrix:
+def block_diag(mats: Any, format: str | None = None, dtype: Any = None) -> Any:
     """Matrices along the diagonal, zeros elsewhere, as ``scipy.sparse.block_diag``
     (see :func:`bmat`; here a matrix with no rows or columns still adds its
     columns or rows, as scipy's does)."""
@@ -264,10 +278,11 @@ def block_diag(mats: Any, *, dtype: Any = None) -> BitmapMatrix:
     if not mats:
         raise ValueError("block_diag needs at least one matrix")
     rows, cols = _starts([m.shape[0] for m in mats]), _starts([m.shape[1] for m in mats])
-    return _join(list(zip(mats, rows, cols)), check_shape((rows[-1], cols[-1])), dtype, True)
+    return _join(list(zip(mats, rows, cols)), check_shape((rows[-1], cols[-1])), dtype,
+                 True).asformat(format)
 
 
-def kron(a: Any, b: Any) -> BitmapMatrix:
+def kron(a: Any, b: Any, format: str | None = None) -> Any:
     """The Kronecker product, as ``scipy.sparse.kron``: block (i, j) of the
     result, of b's shape, is ``a[i, j] * b``.
 
@@ -275,10 +290,14 @@ def kron(a: Any, b: Any) -> BitmapMatrix:
     ----------
     a, b : BitmapMatrix, or what ``BitmapMatrix()`` takes
         Both on the host or both on the GPU.
+    format : str, optional
+        None (or "bmp"): a BitmapMatrix; another of scipy's formats converts
+        it (:meth:`BitmapMatrix.asformat`: scipy's on the host, cupyx's on the
+        GPU), for code written for scipy that names one.
 
     Returns
     -------
-    BitmapMatrix
+    BitmapMatrix, or ``format``
         Of shape ``(a.shape[0] * b.shape[0], a.shape[1] * b.shape[1])`` and
         NumPy's promotion of the dtypes, with ``a.nnz * b.nnz`` entries:
         products that are zero stay stored, as scipy's (COO) result keeps them.
@@ -300,7 +319,7 @@ def kron(a: Any, b: Any) -> BitmapMatrix:
     values = None
     if dtype != np.bool_:
         values = (a._data().astype(dtype)[:, None] * b._data().astype(dtype)[None, :]).ravel()
-    return BitmapMatrix.from_coo(rows, cols, values, shape)
+    return BitmapMatrix.from_coo(rows, cols, values, shape).asformat(format)
 
 
 def _matrix(x: Any) -> BitmapMatrix:

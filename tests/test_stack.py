@@ -194,3 +194,33 @@ def test_stacks_to_bool_drop_zeros_as_astype(rows):
                 bmsparse.block_diag([a, a], dtype=bool)):
         assert got.dtype == np.bool_ and got.nnz == 2
         np.testing.assert_array_equal(got.toarray()[:rows, :8], want)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "bmp", None])
+def test_constructors_take_scipys_format(xp, fmt):
+    # code written for scipy names an output format: converted as asformat does
+    a = random_matrix((10, 8), 0.4, "float64", 1)
+    b = random_matrix((6, 8), 0.4, "float64", 2)
+    device = xp is not np
+    calls = [
+        (bmsparse.vstack([ours(a, xp), ours(b, xp)], fmt), sp.vstack([a, b], format="csr")),
+        (bmsparse.hstack([ours(a, xp), ours(a, xp)], fmt), sp.hstack([a, a], format="csr")),
+        (bmsparse.bmat([[ours(a, xp)], [ours(b, xp)]], fmt), sp.bmat([[a], [b]], format="csr")),
+        (bmsparse.block_diag([ours(a, xp), ours(b, xp)], fmt),
+         sp.block_diag([a, b], format="csr")),
+        (bmsparse.kron(ours(b, xp), ours(a, xp), fmt), sp.kron(b, a, format="csr")),
+        (bmsparse.eye(5, 7, k=1, format=fmt, device=device), sp.eye_array(5, 7, k=1, format="csr")),
+        (bmsparse.identity(6, "int32", fmt, device=device), sp.identity(6, "int32", format="csr")),
+        (bmsparse.diags([1.0, 2.0], offsets=[0, 2], shape=(4, 4), format=fmt, device=device),
+         sp.diags_array([1.0, 2.0], offsets=[0, 2], shape=(4, 4), format="csr")),
+        (bmsparse.tril(ours(a, xp), -1, fmt), sp.tril(a, -1, format="csr")),
+        (bmsparse.triu(ours(a, xp), 2, fmt), sp.triu(a, 2, format="csr")),
+    ]
+    for got, want in calls:
+        if fmt in (None, "bmp"):
+            assert isinstance(got, bmsparse.BitmapMatrix)
+            got = got.get().to_scipy()
+        else:
+            assert got.format == fmt
+            got = sp.csr_array(got.get() if device else got)
+        assert_same_csr(sp.csr_array(got), want)

@@ -128,11 +128,14 @@ class BitmapMatrix(ElementwiseFunctions):
     ----------
     arg
         One of: a BitmapMatrix; a scipy.sparse matrix or array; a
-        cupyx.scipy.sparse matrix; a dense 2-D NumPy or CuPy array; COO
-        triplets as scipy writes them, ``(values, (rows, cols))``, with
-        ``shape`` (duplicates are summed, any order).
+        cupyx.scipy.sparse matrix; a dense 2-D NumPy or CuPy array or
+        nested lists; as scipy's ``csr_array`` takes them, a shape ``(M,
+        N)`` (an empty float64 matrix), COO triplets ``(values, (rows,
+        cols))`` (duplicates summed, any order) or CSR arrays ``(values,
+        indices, indptr)``.
     shape : (int, int), optional
-        Required for COO triplets; inferred otherwise.
+        Inferred when not given: for triplets and CSR arrays as scipy infers
+        it, one past the largest index (ValueError when there is none).
     dtype : dtype, optional
         Value dtype of the result; one of bool, int32, int64, float32,
         float64, complex64, complex128.
@@ -189,17 +192,24 @@ class BitmapMatrix(ElementwiseFunctions):
             src = BitmapMatrix.from_scipy(arg)
         elif _is_cupyx_sparse(arg):
             src = BitmapMatrix.from_cupyx(arg)
+        elif isinstance(arg, tuple) and len(arg) == 2 and all(map(_is_integer, arg)):
+            # scipy's (M, N): an empty matrix, float64 unless dtype says
+            src = BitmapMatrix.from_coo([], [], np.zeros(0, dtype=np.float64), arg)
         elif isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[1], tuple):
-            if shape is None:
-                raise ValueError("shape is required for COO triplets (values, (rows, cols))")
             if len(arg[1]) != 2:
                 raise ValueError(f"COO triplets are (values, (rows, cols)): got "
                                  f"{len(arg[1])} index arrays")
             values, (rows, cols) = arg
-            if dtype is not None and getattr(values, "dtype", None) not in SUPPORTED_DTYPES \
-                    and hasattr(values, "astype"):
-                values = values.astype(check_dtype(dtype))  # as the cast above
-            src = BitmapMatrix.from_coo(rows, cols, values, shape)
+            src = BitmapMatrix.from_coo(rows, cols, _cast_input(values, dtype),
+                                        shape if shape is not None else
+                                        _inferred_shape(rows, cols))
+        elif isinstance(arg, tuple) and len(arg) == 3 and all(
+                _is_array(x) or isinstance(x, (list, tuple)) for x in arg):
+            # scipy's CSR triple (values, indices, indptr)
+            values, indices, indptr = arg
+            if shape is None:
+                shape = (len(indptr) - 1, _inferred_shape(indices, indices, "CSR")[1])
+            src = BitmapMatrix.from_csr(indptr, indices, _cast_input(values, dtype), shape)
         elif hasattr(arg, "ndim") and hasattr(arg, "dtype"):
             src = BitmapMatrix.from_dense(arg)
         elif isinstance(arg, list):  # nested lists, as scipy takes them
@@ -207,7 +217,8 @@ class BitmapMatrix(ElementwiseFunctions):
         else:
             raise TypeError(f"cannot build a BitmapMatrix from {type(arg).__name__}; expected "
                             "a BitmapMatrix, a scipy or cupyx sparse matrix, a dense array "
-                            "or nested lists, or COO triplets (values, (rows, cols))")
+                            "or nested lists, a shape (M, N), COO triplets (values, (rows, "
+                            "cols)) or CSR arrays (values, indices, indptr)")
         if shape is not None and check_shape(shape) != src.shape:
             raise ValueError(f"shape {tuple(shape)} does not match the input's {src.shape}")
         if dtype is not None:
@@ -1751,6 +1762,31 @@ def _to_xp(x: Any, device: bool) -> Any:
     if not device:
         return x
     return gpu_module("from_scipy(device=True)").asarray(x)
+
+
+def _is_integer(x: Any) -> bool:
+    """A Python or NumPy integer (not a bool): a dimension of scipy's (M, N)."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _cast_input(values: Any, dtype: Any) -> Any:
+    """``values`` of a dtype no matrix stores (int8, float16, ...) cast to
+    ``dtype`` first, as scipy casts its input given a dtype."""
+    if dtype is not None and getattr(values, "dtype", None) not in SUPPORTED_DTYPES \
+            and hasattr(values, "astype"):
+        return values.astype(check_dtype(dtype))
+    return values
+
+
+def _inferred_shape(rows: Any, cols: Any, form: str = "COO") -> tuple[int, int]:
+    """scipy's shape of triplets given without one: one past the largest
+    index of each (a sync on the GPU)."""
+    sizes = [len(x) if isinstance(x, (list, tuple)) else x.shape[0] for x in (rows, cols)]
+    if not all(sizes):
+        raise ValueError(f"cannot infer the shape of {form} arrays without entries: "
+                         f"pass shape=")
+    xp = get_array_module(*(x for x in (rows, cols) if _is_array(x)))
+    return tuple(int(xp.asarray(x).max()) + 1 for x in (rows, cols))
 
 
 def _is_array(x: Any) -> bool:

@@ -753,9 +753,42 @@ def test_dense_must_be_2d(arg, match):
         BitmapMatrix(arg)
 
 
-def test_coo_triplets_need_shape():
-    with pytest.raises(ValueError, match=r"shape is required for COO triplets"):
-        BitmapMatrix((np.ones(2), (np.array([0, 1]), np.array([0, 1]))))
+def test_scipys_constructor_forms(xp):
+    # scipy's csr_array((M, N)), ((data, (row, col))) and (data, indices,
+    # indptr), with and without shape: the same matrices here
+    rows, cols = np.array([0, 4, 4, 1]), np.array([2, 1, 1, 6])
+    data = np.array([1.0, 2.0, 3.0, -1.0])
+    indices, indptr = np.array([0, 3, 1]), np.array([0, 2, 2, 3])
+    cases = [
+        ((3, 5), {}), ((3, 5), {"dtype": np.int32}), ((np.int64(2), 9), {}),
+        ((data, (rows, cols)), {}), ((data, (rows, cols)), {"shape": (6, 9)}),
+        ((data[:3], indices, indptr), {}), ((data[:3], indices, indptr), {"shape": (3, 8)}),
+        ((data[:3].astype(np.float16), indices, indptr), {"dtype": np.float32}),
+    ]
+    for arg, kwargs in cases:
+        want = sp.csr_array(arg, **kwargs)
+        mine = arg if xp is np or len(arg) == 2 and not isinstance(arg[1], tuple) else \
+            tuple(xp.asarray(x) if isinstance(x, np.ndarray) else
+                  tuple(xp.asarray(y) for y in x) for x in arg)
+        got = BitmapMatrix(mine, **kwargs)
+        got.check_format(full_check=True)
+        assert_same_csr(got.get().to_scipy(), want)
+
+
+@pytest.mark.parametrize("arg", [
+    (np.ones(0), (np.zeros(0, int), np.zeros(0, int))),
+    (np.ones(0), np.zeros(0, int), np.array([0, 0])),
+])
+def test_shape_cannot_be_inferred_without_entries(arg):
+    with pytest.raises(ValueError, match="cannot infer the shape"):
+        BitmapMatrix(arg)
+    BitmapMatrix(arg, shape=(1, 3)).check_format(full_check=True)
+
+
+@pytest.mark.parametrize("arg", [(3.0, 4), (True, 4), (3, 4, 5)])
+def test_shapes_and_triples_that_are_not_are_refused(arg):
+    with pytest.raises((TypeError, ValueError)):
+        BitmapMatrix(arg)
 
 
 @pytest.mark.parametrize("shape,match", [

@@ -13,7 +13,7 @@ from ._select import tril, triu
 from ._sputils import SUPPORTED_DTYPES
 from . import graph, semiring, testing
 from .construct import block_diag, bmat, diags, eye, hstack, identity, kron, vstack
-from .io import load_npz, mmread, mmwrite, save_npz
+from .io import load_npz, mmread, mmwrite, read_matrix, save_npz
 from .semiring import Semiring
 from .spgemm import STAGES, masked_pair_sum, plan_slices, spgemm
 from .spmv import spmv
@@ -22,5 +22,5 @@ __version__ = "0.1.0"
 
 __all__ = ["BLOCK", "BitmapMatrix", "STAGES", "SUPPORTED_DTYPES", "Semiring", "block_diag",
            "bmat", "diags", "eye", "graph", "hstack", "identity", "kron", "load_npz",
-           "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "save_npz", "semiring",
-           "spgemm", "spmv", "testing", "tril", "triu", "vstack"]
+           "masked_pair_sum", "mmread", "mmwrite", "plan_slices", "read_matrix", "save_npz",
+           "semiring", "spgemm", "spmv", "testing", "tril", "triu", "vstack"]

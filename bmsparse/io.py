@@ -13,7 +13,8 @@ import scipy.io
 import scipy.sparse
 
 from ._matrix import BitmapMatrix
-from ._readers import is_archive, read_matrix, read_mm
+from ._readers import is_archive, read_mm
+from ._readers import read_matrix as read_matrix_file
 from ._sputils import check_dtype, gpu_module
 
 
@@ -67,7 +68,7 @@ def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatri
     path = os.fsdecode(path)
     # as scipy reads it (COO): a CSR's row pointer would grow with the rows
     if is_archive(path):
-        a = read_matrix(path, canonical=False)
+        a = read_matrix_file(path, canonical=False)
     else:
         a, banner = read_mm(path, canonical=False)
         if dtype is None and banner[2] == b"pattern":
@@ -78,6 +79,43 @@ def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatri
                             f"(float64 keeps their magnitude)")
         dtype = np.dtype(np.int64)
     return BitmapMatrix(a, dtype=dtype)
+
+
+def read_matrix(path: str | bytes | os.PathLike, *, symmetrize: bool = False,
+                dtype: Any = None, device: bool = False) -> BitmapMatrix:
+    """Read any matrix file of the kinds SuiteSparse and SNAP publish: a
+    Matrix Market file (gzipped or not), a SuiteSparse ``.tar.gz`` archive,
+    or an edge list (``.txt``, ``.csv``, ``.tsv``, ``.edges``, ``.el``,
+    optionally gzipped: ``src dst [weight]`` a line, ``#`` / ``%`` comments
+    and a header line skipped, node ids used as 0-based indices).
+
+    Parameters
+    ----------
+    path : str, bytes or PathLike
+    symmetrize : bool
+        The undirected graph: ``A + A.T`` over the union of the two
+        patterns (an edge list's values are then all 1.0).
+    dtype : dtype, optional
+        Cast the values to it (an edge list gives float64, Matrix Market as
+        :func:`mmread` says).
+    device : bool
+        Put the matrix on the GPU.
+
+    Returns
+    -------
+    BitmapMatrix
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    ValueError
+        An unknown suffix, contents that do not parse, or ``symmetrize`` of a
+        rectangular matrix.
+    """
+    dtype = None if dtype is None else check_dtype(dtype)
+    m = BitmapMatrix(read_matrix_file(os.fsdecode(path), symmetrize=symmetrize), dtype=dtype)
+    return m.to_device() if device else m
 
 
 def mmwrite(path: str | bytes | os.PathLike, a: Any, *, comment: str | None = "") -> None:

@@ -290,3 +290,22 @@ def test_mmwrite_refuses_archive_names_and_leaves_files_on_bad_arguments(tmp_pat
     with pytest.raises(TypeError, match="comment must be a str or None, got int"):
         mmwrite(keep, a, comment=5)
     assert keep.read_text() == "kept"
+
+
+def test_read_matrix_reads_edge_lists_and_matrix_market(tmp_path):
+    import bmsparse
+    from bmsparse._readers import read_matrix as reference
+
+    (tmp_path / "g.txt").write_text("# a SNAP graph\n0\t3\n3\t1\n1\t1\n2\t0\n")
+    want = reference(tmp_path / "g.txt")
+    got = bmsparse.read_matrix(tmp_path / "g.txt")
+    assert isinstance(got, BitmapMatrix) and got.shape == (4, 4)
+    assert_same_csr(got.to_scipy(), want, rtol=0)
+    undirected = bmsparse.read_matrix(str(tmp_path / "g.txt"), symmetrize=True, dtype=bool)
+    assert undirected.dtype == bool
+    np.testing.assert_array_equal(undirected.toarray(), undirected.toarray().T)
+    a = random_csr(12, 9, 0.3, seed=4)
+    scipy.io.mmwrite(tmp_path / "a.mtx", a)
+    assert_same_csr(bmsparse.read_matrix(tmp_path / "a.mtx").to_scipy(), a, rtol=0)
+    with pytest.raises(FileNotFoundError):
+        bmsparse.read_matrix(tmp_path / "missing.txt")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -901,11 +901,12 @@ class BitmapMatrix(ElementwiseFunctions):
     def _data(self) -> Any:
         return self._xp().ones(self.nnz, dtype=bool) if self.values is None else self.values
 
-    def tocoo(self) -> Any:
+    def tocoo(self, copy: bool = False) -> Any:
         """COO form in the same library: scipy ``coo_array`` or cupyx ``coo_matrix``.
 
-        Its arrays are its own (the values are copied): a matrix's arrays are
-        never written, and what it derives from them is kept.
+        Its arrays are its own (the values are copied, whatever ``copy``): a
+        matrix's arrays are never written, and what it derives from them is
+        kept.
         """
         if self.on_device:
             check_cupyx_dtype(self.dtype, "get().tocoo() or astype()")
@@ -921,18 +922,19 @@ class BitmapMatrix(ElementwiseFunctions):
 
         return sp.coo_array((data, (rows, cols)), shape=self.shape)
 
-    def tocsr(self) -> Any:
+    def tocsr(self, copy: bool = False) -> Any:
         """CSR form in the same library: scipy ``csr_array`` or cupyx ``csr_matrix``.
 
         Column indices come out sorted and without duplicates; no sort is
-        needed.
+        needed. Its arrays are new whatever ``copy`` (scipy's argument).
         """
         if self.on_device:
             check_cupyx_dtype(self.dtype, "to_scipy() or astype()")
         return csr_from_arrays(self._xp(), *self._csr_arrays(), self.shape)
 
-    def tocsc(self) -> Any:
-        """CSC form in the same library: scipy ``csc_array`` or cupyx ``csc_matrix``.
+    def tocsc(self, copy: bool = False) -> Any:
+        """CSC form in the same library: scipy ``csc_array`` or cupyx ``csc_matrix``
+        (new arrays whatever ``copy``, scipy's argument).
 
         Row indices come out sorted and without duplicates. Made from the
         CSR form of ``A.T`` (the transpose's blocks are computed, once).
@@ -1019,26 +1021,48 @@ class BitmapMatrix(ElementwiseFunctions):
         order = _primitives.stable_argsort(xp, rows)
         return rows[order], cols[order]
 
-    def todense(self) -> Any:
+    def todense(self, order: str | None = None, out: Any = None) -> Any:
         """Dense 2-D array in the same library (:meth:`toarray`; scipy's sparse
         arrays return an ndarray here too)."""
-        return self.toarray()
+        return self.toarray(order, out)
 
-    def toarray(self) -> Any:
+    def toarray(self, order: str | None = None, out: Any = None) -> Any:
         """Dense 2-D array in the same library.
+
+        Parameters
+        ----------
+        order : {"C", "F"}, optional
+            Row-major (the default) or column-major.
+        out : array, optional
+            Of this matrix's shape and dtype, in its library: filled and
+            returned instead of a new array, as scipy's.
 
         Raises
         ------
         ValueError
             Its bytes would not fit in 63 bits (NumPy's "array is too big";
-            CuPy's size overflows there instead).
+            CuPy's size overflows there instead); ``order`` is neither; ``out``
+            differs in shape or dtype.
+        TypeError
+            ``out`` is no array, or is on the other side (host or GPU).
         """
         xp = self._xp()
         m, n = self.shape
-        if m * n * self.dtype.itemsize >= 1 << 63:
+        if order not in (None, "C", "F"):
+            raise ValueError(f"order must be 'C', 'F' or None, got {order!r}")
+        if out is not None:
+            if not _is_array(out):
+                raise TypeError(f"out must be an array, got {type(out).__name__}")
+            get_array_module(self.keys, out)  # (TypeError for a host / GPU mix)
+            if tuple(out.shape) != self.shape or out.dtype != self.dtype:
+                raise ValueError(f"out must be a {m} x {n} array of {self.dtype}, got "
+                                 f"{' x '.join(map(str, out.shape))} of {out.dtype}")
+            out[...] = 0
+        elif m * n * self.dtype.itemsize >= 1 << 63:
             raise ValueError(f"array is too big: a dense {m} x {n} array of {self.dtype} "
                              f"would take {m * n * self.dtype.itemsize} bytes")
-        out = xp.zeros(self.shape, dtype=self.dtype)
+        else:
+            out = xp.zeros(self.shape, dtype=self.dtype, order=order or "C")
         rows, cols = self._coo_indices()
         out[rows, cols] = self._data()
         return out
@@ -1671,11 +1695,22 @@ def _padding_clear(xp: Any, bitmaps: Any, pad_rows: Any, pad_cols: Any) -> Any:
 
 
 def _check_axis(axis: Any) -> int | None:
+    """None, 0 or 1 of a reduction's ``axis``: None, 0, 1, -2, -1, or a tuple
+    of them as scipy's sparse arrays take it (both axes: None)."""
     if axis is None:
         return None
+    if isinstance(axis, tuple) and axis:
+        axes = [_check_axis(a) if not isinstance(a, tuple) else _bad_axis(axis) for a in axis]
+        if None in axes or len(set(axes)) != len(axes):
+            raise ValueError(f"axis must name each of 0 and 1 at most once, got {axis!r}")
+        return axes[0] if len(axes) == 1 else None
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and -2 <= axis <= 1:
         return int(axis) % 2
-    raise ValueError(f"axis must be None, 0, 1, -2 or -1, got {axis!r}")
+    return _bad_axis(axis)
+
+
+def _bad_axis(axis: Any) -> NoReturn:
+    raise ValueError(f"axis must be None, 0, 1, -2 or -1, or a tuple of them, got {axis!r}")
 
 
 def _into(out: Any, result: Any, xp: Any) -> Any:

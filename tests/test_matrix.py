@@ -1207,3 +1207,29 @@ def test_testing_names_the_first_value_that_differs(tol):
     with pytest.raises(AssertionError, match=r"values differ, the first at \(8, 16\)"):
         check(a, b)
     check(a, a.copy())
+
+
+@pytest.mark.parametrize("order", [None, "C", "F"])
+def test_toarray_order_and_out_as_scipy(xp, order):
+    a = random_matrix((13, 9), 0.3, "float32", seed=6)
+    m = ours(a, xp)
+    got = m.toarray(order=order)
+    want = a.toarray(order=order)
+    assert got.flags.f_contiguous == want.flags.f_contiguous
+    np.testing.assert_array_equal(got.get() if xp is not np else got, want)
+    out = xp.full((13, 9), 7.0, dtype=np.float32, order=order or "C")
+    assert m.todense(out=out) is out
+    np.testing.assert_array_equal(out.get() if xp is not np else out, want)
+    for bad in (xp.zeros((9, 13), np.float32), xp.zeros((13, 9), np.float64)):
+        with pytest.raises(ValueError, match="out must be a 13 x 9 array of float32"):
+            m.toarray(out=bad)
+    with pytest.raises(ValueError, match="order must be"):
+        m.toarray(order="K")
+
+
+def test_conversions_take_scipys_copy():
+    a = random_matrix((13, 9), 0.3, "float64", seed=6)
+    m = BitmapMatrix(a)
+    for name in ("tocsr", "tocsc", "tocoo"):
+        got = getattr(m, name)(copy=True)
+        assert_same_csr(sp.csr_array(got), a)

@@ -76,3 +76,19 @@ def test_extremes_take_out_none_and_refuse_an_array(name):
         getattr(a, name)(axis=0, out=np.zeros(3))
     with pytest.raises(ValueError, match="does not support an 'out' parameter"):
         getattr(b, name)(axis=0, out=np.zeros(3))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "argmax", "argmin", "nanmax"])
+@pytest.mark.parametrize("axis", [(0, 1), (1, 0), (-2, -1), (0,), (1,), (-1,)])
+def test_tuple_axes_as_scipy(xp, name, axis):
+    a, b = _pair(xp)
+    want = getattr(a, name)(axis=axis)
+    want = want.toarray() if sp.issparse(want) else want
+    np.testing.assert_array_equal(host(getattr(b, name)(axis=axis)), want)
+
+
+@pytest.mark.parametrize("axis", [(0, 0), (1, -1), (0, None), ((0,), 1), (0, 2)])
+def test_tuple_axes_naming_an_axis_twice_or_none_are_refused(axis):
+    _, b = _pair()
+    with pytest.raises(ValueError, match="axis must"):
+        b.sum(axis=axis)

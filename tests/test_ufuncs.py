@@ -433,7 +433,7 @@ def test_argmax_argmin_of_a_negative_axis(axis, name):
 
 @pytest.mark.parametrize("name", ["argmax", "argmin", "nanmax", "nanmin"])
 def test_bad_axis_raises(name):
-    with pytest.raises(ValueError, match=r"axis must be None, 0, 1, -2 or -1, got 2"):
+    with pytest.raises(ValueError, match=r"axis must be None, 0, 1, -2 or -1, or a tuple of them, got 2"):
         getattr(BitmapMatrix(named("tall", "float64")), name)(axis=2)
 
 

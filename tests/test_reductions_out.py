@@ -84,7 +84,8 @@ def test_tuple_axes_as_scipy(xp, name, axis):
     a, b = _pair(xp)
     want = getattr(a, name)(axis=axis)
     want = want.toarray() if sp.issparse(want) else want
-    np.testing.assert_array_equal(host(getattr(b, name)(axis=axis)), want)
+    # (the GPU's sums may differ from scipy's in the last bit: another order)
+    np.testing.assert_allclose(host(getattr(b, name)(axis=axis)), want, rtol=1e-15, atol=0)
 
 
 @pytest.mark.parametrize("axis", [(0, 0), (1, -1), (0, None), ((0,), 1), (0, 2)])

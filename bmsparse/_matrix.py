@@ -200,7 +200,7 @@ class BitmapMatrix(ElementwiseFunctions):
                 raise ValueError(f"COO triplets are (values, (rows, cols)): got "
                                  f"{len(arg[1])} index arrays")
             values, (rows, cols) = arg
-            src = BitmapMatrix.from_coo(rows, cols, _cast_input(values, dtype),
+            src = BitmapMatrix.from_coo(rows, cols, _cast_input(values, dtype, rows, cols),
                                         shape if shape is not None else
                                         _inferred_shape(rows, cols))
         elif isinstance(arg, tuple) and len(arg) == 3 and all(
@@ -208,8 +208,10 @@ class BitmapMatrix(ElementwiseFunctions):
             # scipy's CSR triple (values, indices, indptr)
             values, indices, indptr = arg
             if shape is None:
+                _check_1d("CSR", indptr)
                 shape = (len(indptr) - 1, _inferred_shape(indices, indices, "CSR")[1])
-            src = BitmapMatrix.from_csr(indptr, indices, _cast_input(values, dtype), shape)
+            src = BitmapMatrix.from_csr(indptr, indices,
+                                        _cast_input(values, dtype, indices, indptr), shape)
         elif hasattr(arg, "ndim") and hasattr(arg, "dtype"):
             src = BitmapMatrix.from_dense(arg)
         elif isinstance(arg, list):  # nested lists, as scipy takes them
@@ -807,7 +809,9 @@ class BitmapMatrix(ElementwiseFunctions):
         """
         k = operator_index(k, "k")
         m, n = self.shape
-        if k >= n or -k >= m:
+        # (as scipy's: the main diagonal of a matrix with no rows or columns
+        # is empty, not past it)
+        if (k > 0 and k >= n) or (k < 0 and -k >= m):
             raise ValueError("k exceeds array dimensions")
         xp = self._xp()
         if _is_array(values):
@@ -1048,8 +1052,11 @@ class BitmapMatrix(ElementwiseFunctions):
         """
         xp = self._xp()
         m, n = self.shape
+        order = order.upper() if isinstance(order, str) else order
         if order not in (None, "C", "F"):
             raise ValueError(f"order must be 'C', 'F' or None, got {order!r}")
+        if out is not None and order is not None:
+            raise ValueError("give order or out, not both (out has its own order)")
         if out is not None:
             if not _is_array(out):
                 raise TypeError(f"out must be an array, got {type(out).__name__}")
@@ -1804,18 +1811,32 @@ def _is_integer(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
-def _cast_input(values: Any, dtype: Any) -> Any:
-    """``values`` of a dtype no matrix stores (int8, float16, ...) cast to
-    ``dtype`` first, as scipy casts its input given a dtype."""
-    if dtype is not None and getattr(values, "dtype", None) not in SUPPORTED_DTYPES \
-            and hasattr(values, "astype"):
-        return values.astype(check_dtype(dtype))
-    return values
+def _cast_input(values: Any, dtype: Any, *indices: Any) -> Any:
+    """The values of triplets or CSR arrays cast to ``dtype`` first (in the
+    array module of ``indices``), as scipy casts its input given a dtype:
+    duplicates are then summed in ``dtype`` (0.5 + 0.5 is 0 in int, 1 + -1
+    is True in bool), and a dtype no matrix stores (int8, float16, ...) is
+    never met."""
+    if dtype is None or values is None:
+        return values
+    xp = get_array_module(*(x for x in (values, *indices) if _is_array(x)))
+    return xp.asarray(values).astype(check_dtype(dtype), copy=False)
+
+
+def _check_1d(form: str, *arrays: Any) -> None:
+    """ValueError unless each of ``arrays`` is a 1-D array, list or tuple:
+    the index arrays of ``form`` input (a scalar or 0-d array would fail
+    obscurely in the shape inference)."""
+    for x in arrays:
+        if not (_is_array(x) or isinstance(x, (list, tuple))) or np.ndim(x) != 1:
+            raise ValueError(f"the index arrays of {form} input must be 1-D, got "
+                             f"{type(x).__name__} of {np.ndim(x)} dimensions")
 
 
 def _inferred_shape(rows: Any, cols: Any, form: str = "COO") -> tuple[int, int]:
     """scipy's shape of triplets given without one: one past the largest
     index of each (a sync on the GPU)."""
+    _check_1d(form, rows, cols)
     sizes = [len(x) if isinstance(x, (list, tuple)) else x.shape[0] for x in (rows, cols)]
     if not all(sizes):
         raise ValueError(f"cannot infer the shape of {form} arrays without entries: "

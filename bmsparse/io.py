@@ -73,12 +73,18 @@ def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatri
         a, banner = read_mm(path, canonical=False)
         if dtype is None and banner[2] == b"pattern":
             dtype = np.dtype(bool)
+    return BitmapMatrix(a, dtype=_unsigned_as_int64(a, dtype, path))
+
+
+def _unsigned_as_int64(a: Any, dtype: Any, path: str) -> Any:
+    """``dtype``, or int64 where it is None and scipy read an
+    ``unsigned-integer`` file as uint64 (no matrix stores it)."""
     if dtype is None and a.dtype.kind == "u":
         if a.nnz and a.data.max() > np.iinfo(np.int64).max:
             raise TypeError(f"{path!r} holds unsigned integers past int64: pass a dtype "
                             f"(float64 keeps their magnitude)")
-        dtype = np.dtype(np.int64)
-    return BitmapMatrix(a, dtype=dtype)
+        return np.dtype(np.int64)
+    return dtype
 
 
 def read_matrix(path: str | bytes | os.PathLike, *, symmetrize: bool = False,
@@ -96,8 +102,10 @@ def read_matrix(path: str | bytes | os.PathLike, *, symmetrize: bool = False,
         The undirected graph: ``A + A.T`` over the union of the two
         patterns (an edge list's values are then all 1.0).
     dtype : dtype, optional
-        Cast the values to it (an edge list gives float64, Matrix Market as
-        :func:`mmread` says).
+        Cast the values to it. By default an edge list gives float64, and a
+        Matrix Market file int64, float64 or complex128 by its field, a
+        ``pattern`` one float64 ones (as the benchmarks read the corpus;
+        :func:`mmread` gives it as a bool pattern).
     device : bool
         Put the matrix on the GPU.
 
@@ -112,9 +120,15 @@ def read_matrix(path: str | bytes | os.PathLike, *, symmetrize: bool = False,
     ValueError
         An unknown suffix, contents that do not parse, or ``symmetrize`` of a
         rectangular matrix.
+    TypeError
+        ``dtype`` is not supported, or an ``unsigned-integer`` file holds a
+        value past int64 and no ``dtype`` was given (as :func:`mmread`).
     """
     dtype = None if dtype is None else check_dtype(dtype)
-    m = BitmapMatrix(read_matrix_file(os.fsdecode(path), symmetrize=symmetrize), dtype=dtype)
+    path = os.fsdecode(path)
+    a = read_matrix_file(path, symmetrize=symmetrize)
+    # an unsigned-integer Matrix Market file as mmread gives it
+    m = BitmapMatrix(a, dtype=_unsigned_as_int64(a, dtype, path))
     return m.to_device() if device else m
 
 

@@ -1233,3 +1233,10 @@ def test_conversions_take_scipys_copy():
     for name in ("tocsr", "tocsc", "tocoo"):
         got = getattr(m, name)(copy=True)
         assert_same_csr(sp.csr_array(got), a)
+
+
+def test_toarray_takes_lower_case_order_and_refuses_order_with_out():
+    m = BitmapMatrix(random_matrix((5, 4), 0.5, "float64", seed=1))
+    assert m.toarray(order="f").flags.f_contiguous
+    with pytest.raises(ValueError, match="give order or out, not both"):
+        m.toarray(order="C", out=np.zeros((5, 4)))

@@ -194,10 +194,10 @@ def is_archive(path: PathLike) -> bool:
     return split is not None and split[0] == "archive"
 
 
-def read_mm(path: PathLike, canonical: bool = True) -> tuple[Any, list[bytes]]:
+def read_mm(path: PathLike | IO, canonical: bool = True) -> tuple[Any, list[bytes]]:
     """A Matrix Market file whatever its name (gzip known by its first two
-    bytes), as :func:`read_matrix` gives an ``.mtx`` one, and its banner's
-    words (see :func:`mm_banner`).
+    bytes), or an open file, as :func:`read_matrix` gives an ``.mtx`` one,
+    and its banner's words (see :func:`mm_banner`).
 
     Raises
     ------
@@ -205,19 +205,40 @@ def read_mm(path: PathLike, canonical: bool = True) -> tuple[Any, list[bytes]]:
         The file's first line is no ``%%MatrixMarket`` banner, or its
         contents do not parse (a truncated or corrupt gzip file too).
     """
+    if hasattr(path, "read"):
+        return _read_mm_stream(path, canonical)
     path = Path(os.fsdecode(path))
     with open(path, "rb") as raw:
         zipped = raw.read(2) == b"\x1f\x8b"
     try:
         with (gzip.open if zipped else open)(path, "rb") as f:
-            banner = mm_banner(f)
-            if banner is None:
-                raise ValueError(f"{str(path)!r} is not a Matrix Market file: its first line "
-                                 f"is no '%%MatrixMarket matrix ...' banner")
-            f.seek(0)
-            return _read_mm(f, canonical), banner
+            return _read_mm_banner(f, str(path), canonical)
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise _unreadable(path, exc) from exc
+
+
+def _read_mm_stream(stream: Any, canonical: bool) -> tuple[Any, list[bytes]]:
+    """:func:`read_mm` of an open file (binary or text, gzipped or not),
+    read whole first: scipy's reader needs a stream it can seek."""
+    data = stream.read()
+    if isinstance(data, str):
+        data = data.encode()
+    name = getattr(stream, "name", repr(stream))
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise _unreadable(Path(str(name)), exc) from exc
+    return _read_mm_banner(io.BytesIO(data), str(name), canonical)
+
+
+def _read_mm_banner(f: IO[bytes], name: str, canonical: bool) -> tuple[Any, list[bytes]]:
+    banner = mm_banner(f)
+    if banner is None:
+        raise ValueError(f"{name!r} is not a Matrix Market file: its first line "
+                         f"is no '%%MatrixMarket matrix ...' banner")
+    f.seek(0)
+    return _read_mm(f, canonical), banner
 
 
 def _unreadable(path: Path, exc: Exception) -> ValueError:

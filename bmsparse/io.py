@@ -5,6 +5,7 @@ scipy.sparse's files)."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 from typing import Any
 
@@ -24,7 +25,9 @@ def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatri
 
     Parameters
     ----------
-    path : str, bytes or PathLike
+    path : str, bytes, PathLike or open file
+        A file opened for reading (binary or text, gzipped or not) is read
+        whole from where it is.
     dtype : dtype, optional
         Cast the values to it. Matrix Market stores no width, so by default
         ``integer`` files give int64, ``real`` float64 and ``complex``
@@ -65,15 +68,17 @@ def mmread(path: str | bytes | os.PathLike, *, dtype: Any = None) -> BitmapMatri
     <2x2 BitmapMatrix of dtype bool with 2 stored elements in 1 8x8 blocks, on the host>
     """
     dtype = None if dtype is None else check_dtype(dtype)
-    path = os.fsdecode(path)
+    stream = hasattr(path, "read")
+    path = path if stream else os.fsdecode(path)
     # as scipy reads it (COO): a CSR's row pointer would grow with the rows
-    if is_archive(path):
+    if not stream and is_archive(path):
         a = read_matrix_file(path, canonical=False)
     else:
         a, banner = read_mm(path, canonical=False)
         if dtype is None and banner[2] == b"pattern":
             dtype = np.dtype(bool)
-    return BitmapMatrix(a, dtype=_unsigned_as_int64(a, dtype, path))
+    name = getattr(path, "name", repr(path)) if stream else path
+    return BitmapMatrix(a, dtype=_unsigned_as_int64(a, dtype, name))
 
 
 def _unsigned_as_int64(a: Any, dtype: Any, path: str) -> Any:
@@ -135,7 +140,8 @@ def read_matrix(path: str | bytes | os.PathLike, *, symmetrize: bool = False,
 def mmwrite(path: str | bytes | os.PathLike, a: Any, *, comment: str | None = "") -> None:
     """Write a matrix (a BitmapMatrix or anything it accepts) as Matrix Market.
 
-    A ``.gz`` suffix writes gzip. A bool matrix is written as ``pattern``,
+    ``path`` may be a file open for writing (binary or text: the matrix is
+    written at its position, uncompressed). A ``.gz`` suffix writes gzip. A bool matrix is written as ``pattern``,
     integers as ``integer``, floats as ``real`` and complex as ``complex``,
     every entry stored (``general``: no symmetry is inferred, so stored zeros
     and every pattern survive). A BitmapMatrix on the GPU is copied to the
@@ -154,29 +160,42 @@ def mmwrite(path: str | bytes | os.PathLike, a: Any, *, comment: str | None = ""
     """
     if comment is not None and not isinstance(comment, str):
         raise TypeError(f"comment must be a str or None, got {type(comment).__name__}")
-    path = os.fsdecode(path)
-    if is_archive(path):
+    stream = hasattr(path, "write")
+    path = path if stream else os.fsdecode(path)
+    if not stream and is_archive(path):
         raise ValueError(f"mmwrite writes .mtx or .mtx.gz files; {path!r} would read back "
                          f"as a SuiteSparse archive")
     m = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     c = m.get().tocoo()
-    field = "pattern" if m.dtype == bool else None
+    if stream:
+        buffer = io.BytesIO()
+        _write_mm(buffer, c, comment)
+        data = buffer.getvalue()
+        path.write(data.decode() if isinstance(path, io.TextIOBase) else data)
+        return
     # everything checked before the file is opened: an error must not leave
     # it emptied. Opened here, not by scipy: scipy 1.17's writer given a path
     # it cannot open (a missing folder) returns without an error
     opener = gzip.open if path.lower().endswith(".gz") else open
     with opener(path, "wb") as f:
-        if field == "pattern" and c.nnz == 0:
-            # scipy writes an empty matrix as "real" whatever the field: it
-            # would read back as float64
-            lines = ["%%MatrixMarket matrix coordinate pattern general",
-                     *(f"%{line}" for line in (comment or "").splitlines()),
-                     f"{c.shape[0]} {c.shape[1]} 0", ""]
-            f.write("\n".join(lines).encode())
-        else:
-            # "general": scipy's inferred symmetry ignores stored zeros (an
-            # upper one was dropped) and, below 100 rows, negates bools
-            scipy.io.mmwrite(f, c, comment=comment, field=field, symmetry="general")
+        _write_mm(f, c, comment)
+
+
+def _write_mm(f: Any, c: Any, comment: str | None) -> None:
+    """COO ``c`` (scipy's) as Matrix Market into the binary stream ``f``; a
+    bool matrix as ``pattern``, every entry as ``general``."""
+    if c.dtype == bool and c.nnz == 0:
+        # scipy writes an empty matrix as "real" whatever the field: it
+        # would read back as float64
+        lines = ["%%MatrixMarket matrix coordinate pattern general",
+                 *(f"%{line}" for line in (comment or "").splitlines()),
+                 f"{c.shape[0]} {c.shape[1]} 0", ""]
+        f.write("\n".join(lines).encode())
+    else:
+        # "general": scipy's inferred symmetry ignores stored zeros (an
+        # upper one was dropped) and, below 100 rows, negates bools
+        scipy.io.mmwrite(f, c, comment=comment, field="pattern" if c.dtype == bool else None,
+                         symmetry="general")
 
 
 #: the version of the .npz layout :func:`save_npz` writes (a later one is

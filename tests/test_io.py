@@ -309,3 +309,27 @@ def test_read_matrix_reads_edge_lists_and_matrix_market(tmp_path):
     assert_same_csr(bmsparse.read_matrix(tmp_path / "a.mtx").to_scipy(), a, rtol=0)
     with pytest.raises(FileNotFoundError):
         bmsparse.read_matrix(tmp_path / "missing.txt")
+
+
+def test_mmread_and_mmwrite_take_open_files(tmp_path):
+    import io
+
+    a = random_csr(12, 9, 0.3, seed=7)
+    text = io.StringIO()
+    mmwrite(text, BitmapMatrix(a), comment="to a text stream")
+    binary = io.BytesIO()
+    mmwrite(binary, BitmapMatrix(a), comment="to a text stream")
+    assert text.getvalue().encode() == binary.getvalue() != b""
+    for stream in (io.StringIO(text.getvalue()), io.BytesIO(binary.getvalue()),
+                   io.BytesIO(gzip.compress(binary.getvalue()))):
+        assert_same_csr(mmread(stream).to_scipy(), a, rtol=0)
+    with open(tmp_path / "a.mtx", "wb") as f:
+        mmwrite(f, BitmapMatrix(a))
+    with open(tmp_path / "a.mtx", "rb") as f:
+        assert_same_csr(mmread(f).to_scipy(), a, rtol=0)
+    pattern = io.BytesIO()
+    mmwrite(pattern, BitmapMatrix(a).astype(bool))
+    pattern.seek(0)
+    assert mmread(pattern).dtype == bool
+    with pytest.raises(ValueError, match="is not a Matrix Market file"):
+        mmread(io.BytesIO(b"0 1\n1 2\n"))

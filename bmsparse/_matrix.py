@@ -436,6 +436,7 @@ class BitmapMatrix(ElementwiseFunctions):
         for name, x in (("rows", rows), ("cols", cols)):
             if not (_is_array(x) or isinstance(x, (list, tuple))):
                 raise TypeError(f"{name} must be an integer array, got {type(x).__name__}")
+            _check_not_0d(name, x)
         xp = get_array_module(*(x for x in (rows, cols, values) if _is_array(x)))
         # kernels read dense arrays: strided views (cupy.nonzero's) are copied;
         # an empty list is an empty index array, as scipy takes it
@@ -504,6 +505,8 @@ class BitmapMatrix(ElementwiseFunctions):
         indptr, indices = (np.asarray(x, dtype=None if len(x) else np.int64)
                            if isinstance(x, (list, tuple)) else x for x in (indptr, indices))
         values = np.asarray(values) if isinstance(values, (list, tuple)) else values
+        for name, x in (("indptr", indptr), ("indices", indices), ("values", values)):
+            _check_not_0d(name, x)
         indptr, indices = (_contiguous(x) for x in (indptr, indices))
         values = None if values is None else _contiguous(values)
         if values is not None and values.dtype == np.bool_:
@@ -1093,7 +1096,10 @@ class BitmapMatrix(ElementwiseFunctions):
         columns (kept with A, as ``A.T @ x`` uses it too) and O(nblocks +
         nnz) work, no sync.
         """
-        if axes is not None and tuple(axes) != (1, 0):
+        # (a non-sequence, such as an int, is refused too: tuple() of it
+        # would raise a TypeError that names no argument)
+        if axes is not None and (not isinstance(axes, (tuple, list))
+                                 or tuple(axes) != (1, 0)):
             raise ValueError("sparse arrays do not take an 'axes' other than (1, 0): swapping "
                              "the dimensions is the only permutation")
         if self._transpose_of is not None:
@@ -1800,6 +1806,14 @@ def _contiguous(x: Any) -> Any:
     return get_array_module(x).ascontiguousarray(x)
 
 
+def _check_not_0d(name: str, x: Any) -> None:
+    """ValueError for a 0-d array ``x`` given as a 1-D array ``name``:
+    ``ascontiguousarray`` would make it 1-D, and the conversion's check of
+    the rank would then take it as one entry (scipy refuses it)."""
+    if getattr(x, "ndim", 1) == 0:
+        raise ValueError(f"{name} must be 1-D, got 0-D")
+
+
 def _to_xp(x: Any, device: bool) -> Any:
     if not device:
         return x
@@ -1842,7 +1856,13 @@ def _inferred_shape(rows: Any, cols: Any, form: str = "COO") -> tuple[int, int]:
         raise ValueError(f"cannot infer the shape of {form} arrays without entries: "
                          f"pass shape=")
     xp = get_array_module(*(x for x in (rows, cols) if _is_array(x)))
-    return tuple(int(xp.asarray(x).max()) + 1 for x in (rows, cols))
+    rows, cols = xp.asarray(rows), xp.asarray(cols)
+    for x in (rows, cols):
+        # (before max(): NumPy's own error for strings names no argument)
+        if x.dtype.kind not in "iu":
+            raise TypeError(f"the index arrays of {form} input must be integer arrays, got "
+                            f"{x.dtype.name}")
+    return tuple(int(x.max()) + 1 for x in (rows, cols))
 
 
 def _is_array(x: Any) -> bool:

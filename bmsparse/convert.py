@@ -302,10 +302,9 @@ def _indptr_errors(xp: Any, indptr: Any, nnz: int) -> Any:
 
 
 def _indptr_message(xp: Any, indptr: Any, nnz: int) -> str | None:
-    # the ends read in indptr's own dtype: a uint64 past 2^63 cast first read
-    # as negative
+    # the ends and the drops read in indptr's own dtype: a uint64 past 2^63
+    # cast first read as negative (a drop named before the one there is)
     first, last = int(indptr[0]), int(indptr[-1])  # sync: error path only
-    indptr = indptr.astype(xp.int64)
     if first != 0:
         return f"indptr must start at 0, got {first}"
     if last != nnz:

@@ -1274,7 +1274,9 @@ class BitmapMatrix(ElementwiseFunctions):
         other = other.reshape((1,) * (2 - other.ndim) + other.shape)
         factor = other[rows if other.shape[0] != 1 else 0 * rows,
                        cols if other.shape[1] != 1 else 0 * cols]
-        values = (factor if self.values is None else self.values * factor).astype(dtype)
+        # a pattern's entries multiply as True, as NumPy (and scipy) multiply
+        # them: True * (inf + 1j) is inf + nanj, not the factor itself
+        values = (self._data() * factor).astype(dtype)
         if dtype == np.bool_:
             return BitmapMatrix.from_coo(rows, cols, values, self.shape)
         return self._with_values(values)

@@ -624,3 +624,15 @@ def test_finite_values_that_sum_past_the_largest_float_take_the_exact_test(dtype
         want = sp.csr_array(c.multiply(b))
     got = ours(c, xp).multiply(ours(b, xp))
     assert_same_csr(got.get().to_scipy(), want)
+
+
+def test_pattern_times_dense_complex_multiplies_as_numpy(xp):
+    # a bool matrix's entries are True: True * (inf + 1j) is inf + nanj in
+    # NumPy and scipy (and in our scalar product), not inf + 1j
+    a = sp.csr_array(np.array([[True, False, True]]))
+    other = np.array([[complex(np.inf, 1), 2, complex(1, np.nan)]])
+    with np.errstate(invalid="ignore"):
+        want = (a * other).toarray()
+        got = ours(a, xp) * xp.asarray(other)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.get().toarray(), want)

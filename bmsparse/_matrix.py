@@ -1061,9 +1061,7 @@ class BitmapMatrix(ElementwiseFunctions):
         if out is not None and order is not None:
             raise ValueError("give order or out, not both (out has its own order)")
         if out is not None:
-            if not _is_array(out):
-                raise TypeError(f"out must be an array, got {type(out).__name__}")
-            get_array_module(self.keys, out)  # (TypeError for a host / GPU mix)
+            _check_out(out, xp)
             if tuple(out.shape) != self.shape or out.dtype != self.dtype:
                 raise ValueError(f"out must be a {m} x {n} array of {self.dtype}, got "
                                  f"{' x '.join(map(str, out.shape))} of {out.dtype}")
@@ -1731,16 +1729,21 @@ def _bad_axis(axis: Any) -> NoReturn:
 def _into(out: Any, result: Any, xp: Any) -> Any:
     """``result`` (a scalar or array of ``xp``) written into ``out``, cast
     to its dtype, and ``out`` returned: scipy's ``out`` of sum and mean."""
-    if not _is_array(out):
-        raise TypeError(f"out must be an array, got {type(out).__name__}")
-    if get_array_module(out) is not xp:
-        raise TypeError("out must be in the matrix's library: a NumPy array for a matrix on "
-                        "the host, a CuPy array for one on the GPU")
+    _check_out(out, xp)
     shape = tuple(getattr(result, "shape", ()))
     if tuple(out.shape) != shape:
         raise ValueError(f"out has shape {tuple(out.shape)}; the result's is {shape}")
     out[...] = result
     return out
+
+
+def _check_out(out: Any, xp: Any) -> None:
+    """TypeError unless ``out`` is an array of ``xp`` (the matrix's library)."""
+    if not _is_array(out):
+        raise TypeError(f"out must be an array, got {type(out).__name__}")
+    if get_array_module(out) is not xp:
+        raise TypeError("out must be in the matrix's library: a NumPy array for a matrix on "
+                        "the host, a CuPy array for one on the GPU")
 
 
 def _no_out(out: Any, name: str) -> None:

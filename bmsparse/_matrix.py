@@ -208,8 +208,9 @@ class BitmapMatrix(ElementwiseFunctions):
             # scipy's CSR triple (values, indices, indptr)
             values, indices, indptr = arg
             if shape is None:
-                _check_1d("CSR", indptr)
-                shape = (len(indptr) - 1, _inferred_shape(indices, indices, "CSR")[1])
+                _check_not_0d("indptr", indptr)
+                shape = (len(indptr) - 1,
+                         _inferred_shape(indices, indices, "CSR", ("indices", "indices"))[1])
             src = BitmapMatrix.from_csr(indptr, indices,
                                         _cast_input(values, dtype, indices, indptr), shape)
         elif hasattr(arg, "ndim") and hasattr(arg, "dtype"):
@@ -1812,10 +1813,11 @@ def _contiguous(x: Any) -> Any:
 
 
 def _check_not_0d(name: str, x: Any) -> None:
-    """ValueError for a 0-d array ``x`` given as a 1-D array ``name``:
-    ``ascontiguousarray`` would make it 1-D, and the conversion's check of
-    the rank would then take it as one entry (scipy refuses it)."""
-    if getattr(x, "ndim", 1) == 0:
+    """ValueError for a scalar or 0-d array ``x`` given as the 1-D array
+    ``name``: ``ascontiguousarray`` would make it 1-D, and the
+    conversion's check of the rank would then take it as one entry, the
+    shape inference fail on it obscurely (scipy refuses it)."""
+    if getattr(x, "ndim", 1) == 0 or isinstance(x, numbers.Number):
         raise ValueError(f"{name} must be 1-D, got 0-D")
 
 
@@ -1842,20 +1844,12 @@ def _cast_input(values: Any, dtype: Any, *indices: Any) -> Any:
     return xp.asarray(values).astype(check_dtype(dtype), copy=False)
 
 
-def _check_1d(form: str, *arrays: Any) -> None:
-    """ValueError unless each of ``arrays`` is a 1-D array, list or tuple:
-    the index arrays of ``form`` input (a scalar or 0-d array would fail
-    obscurely in the shape inference)."""
-    for x in arrays:
-        if not (_is_array(x) or isinstance(x, (list, tuple))) or np.ndim(x) != 1:
-            raise ValueError(f"the index arrays of {form} input must be 1-D, got "
-                             f"{type(x).__name__} of {np.ndim(x)} dimensions")
-
-
-def _inferred_shape(rows: Any, cols: Any, form: str = "COO") -> tuple[int, int]:
+def _inferred_shape(rows: Any, cols: Any, form: str = "COO",
+                    names: tuple[str, str] = ("rows", "cols")) -> tuple[int, int]:
     """scipy's shape of triplets given without one: one past the largest
-    index of each (a sync on the GPU)."""
-    _check_1d(form, rows, cols)
+    index of each (one sync on the GPU)."""
+    for name, x in zip(names, (rows, cols)):
+        _check_not_0d(name, x)
     sizes = [len(x) if isinstance(x, (list, tuple)) else x.shape[0] for x in (rows, cols)]
     if not all(sizes):
         raise ValueError(f"cannot infer the shape of {form} arrays without entries: "
@@ -1867,7 +1861,8 @@ def _inferred_shape(rows: Any, cols: Any, form: str = "COO") -> tuple[int, int]:
         if x.dtype.kind not in "iu":
             raise TypeError(f"the index arrays of {form} input must be integer arrays, got "
                             f"{x.dtype.name}")
-    return tuple(int(x.max()) + 1 for x in (rows, cols))
+    # sync: both largest indices in one read
+    return tuple(int(x) + 1 for x in xp.stack([rows.max(), cols.max()]).tolist())
 
 
 def _is_array(x: Any) -> bool:

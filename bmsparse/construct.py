@@ -164,9 +164,7 @@ def _first_length(diagonal: Any) -> int:
 
 def _from_diagonals(diagonals: list[Any], offsets: list[int], shape: tuple[int, int],
                     dtype: np.dtype, xp: Any) -> BitmapMatrix:
-    # (an empty part first: concatenate takes no empty list)
-    none = xp.zeros(0, dtype=xp.int64)
-    rows, cols, values = [none], [none], [xp.zeros(0, dtype=dtype)]
+    rows, cols, values = [], [], []
     for i, (diagonal, k) in enumerate(zip(diagonals, offsets)):
         length = _length(shape, k, i)
         if diagonal.ndim > 1:
@@ -181,9 +179,10 @@ def _from_diagonals(diagonals: list[Any], offsets: list[int], shape: tuple[int, 
         # a scalar or a single entry fills the diagonal; a longer one is cut
         values.append(xp.broadcast_to(diagonal, (length,)) if diagonal.size == 1
                       else diagonal[:length])
-    values = xp.concatenate(values).astype(dtype, copy=False)
+    values = _concatenate(xp, dtype, values).astype(dtype, copy=False)
     # (bool values make a pattern of their True entries)
-    return BitmapMatrix.from_coo(xp.concatenate(rows), xp.concatenate(cols), values, shape)
+    return BitmapMatrix.from_coo(_concatenate(xp, xp.int64, rows),
+                                 _concatenate(xp, xp.int64, cols), values, shape)
 
 
 def _length(shape: tuple[int, int], k: int, index: int = 0) -> int:
@@ -428,12 +427,12 @@ def _join_entries(xp: Any, parts: list[tuple[BitmapMatrix, int, int]],
                   shape: tuple[int, int], dtype: np.dtype, one_column: bool) -> BitmapMatrix:
     """The matrices of ``parts`` joined through their COO triplets (which the
     conversion sorts, wherever they lie)."""
-    none = xp.zeros(0, dtype=xp.int64)
-    rows, cols, values = [none], [none], [xp.zeros(0, dtype=dtype)]
+    rows, cols, values = [], [], []
     for m, r, c in parts:
         m_rows, m_cols = m._coo_indices()
         rows.append(m_rows + r)
         cols.append(m_cols + c)
         values.append(m._data().astype(dtype, copy=False))
-    values = None if dtype == np.bool_ else xp.concatenate(values)
-    return BitmapMatrix.from_coo(xp.concatenate(rows), xp.concatenate(cols), values, shape)
+    values = None if dtype == np.bool_ else _concatenate(xp, dtype, values)
+    return BitmapMatrix.from_coo(_concatenate(xp, xp.int64, rows),
+                                 _concatenate(xp, xp.int64, cols), values, shape)

@@ -39,7 +39,8 @@
 //      in shared memory or the thread block, in shared memory up to
 //      BMSPARSE_TRANSPOSE_SHARED, in `order` itself beyond. Sorts go by bins
 //      of block rows, or a bitonic network when a bin overfills;
-//   5. values (`outputs` 2): 8 threads per output block.
+//   5. values (`outputs` 2): a warp per 32 output blocks, a value a lane
+//      (move_values_by_warps).
 // `outputs` 0: passes 1-4 write `order` and `ptr` only, the column pointer
 // of A.T @ x and of the task list; 1: and the blocks (no values).
 //
@@ -75,6 +76,8 @@
 //                                      the block rows per bucket
 //   long long by_rows                - nonzero: the counters row group after
 //                                      row group (see slot())
+//   long long warp_blocks            - output blocks a warp of the values pass
+//                                      takes at a time (move_values_by_warps)
 //   long long outputs                - see above
 //   u64       bar[2]                 - the grid barrier's words, left ready by the
 //                                      last launch (_kernels.barrier_words)
@@ -96,9 +99,8 @@
 //
 // Launch: columns: a cooperative grid of BMSPARSE_TRANSPOSE_THREADS-thread
 // blocks, at most as many as are resident at once; blocks: one thread per
-// output block; values: 8 threads per output block (thread r writes row r of
-// the transposed block, which is column r of A's block, so its outputs are
-// contiguous).
+// output block; values: a thread per output block (a warp per 32 of them),
+// whole warps.
 // Work: O(nblocks + nbcols * groups + nnz), and to sort a bucket of L
 // blocks O(L^2) at most 32 (in parallel), O(L) by bins, else
 // O(L log^2 L); tiles: O(nblocks + grid * nbcols + nnz).
@@ -114,36 +116,89 @@
 #define BMSPARSE_TRANSPOSE_SHARED 8192
 #endif
 
-// row r of output block q (A's block s, transposed; `in`: s's values):
-// column r of A's block, row t of A becoming column t. A's bitmap is the
-// output's transposed back: a load less in a chain of scattered loads
+#ifndef BMSPARSE_TRANSPOSE_VALUE_LOADS
+#define BMSPARSE_TRANSPOSE_VALUE_LOADS 4
+#endif
+
+// the values of output blocks [0, nblocks) (pass 5, and
+// bmsparse_transpose_values), warp `warp` of `nwarps`: it takes `per_warp`
+// consecutive output blocks at a time (a power of two, at most 32: fewer
+// where blocks hold many values, transpose.py's warp_blocks), lane l
+// loading block q0 + l's source in A, its bitmap and A's first value of it;
+// then the warp moves those blocks' values, which follow each other in A.T,
+// a value a lane, each lane's loads of A's values independent
+// (BMSPARSE_TRANSPOSE_VALUE_LOADS in flight) and the stores coalesced. A
+// thread a row of each output block (8 a block) waited on a chain of three
+// scattered loads for every block. H200, the surrogate, the pass alone:
+// float64 47.3 -> 34.2 us, float32 45.6 -> 30.2 (each value's owner found
+// by a binary search of shuffles there; by marks, below, the whole kernel
+// took the same or up to 3 us less on the FEM matrices). ncu, the
+// whole bucket kernel: surrogate 139.2 -> 123.9 us, p2p-Gnutella31 48.7 ->
+// 40.9; FEM matrices within 1 us but Groebner_id2003_aug 31.3 -> 34.4 (runs
+// of 16 blocks, the fullest of 683 values: its warp takes 6 rounds). The
+// whole warp calls it (its shuffles).
 template <typename T>
-__device__ __forceinline__ void move_transposed_row(
-    const T* __restrict__ in, u64 t_bitmap, long long t_offset, int r, T* __restrict__ t_values)
+__device__ void move_values_by_warps(const long long* __restrict__ offsets,
+                                     const T* __restrict__ values,
+                                     const long long* __restrict__ order, long long nblocks,
+                                     const u64* __restrict__ t_bitmaps,
+                                     const long long* __restrict__ t_offsets,
+                                     T* __restrict__ t_values, int per_warp, long long warp,
+                                     long long nwarps)
 {
-    const u64 bitmap = transpose_bitmap(t_bitmap);
-    T* out = t_values + t_offset + value_index(t_bitmap, bit_of(r, 0));
-    const unsigned int row = row_bits(t_bitmap, r);
-    unsigned int rows = row;
-    T v[8];
+    constexpr int U = BMSPARSE_TRANSPOSE_VALUE_LOADS;
+    const int lane = threadIdx.x & 31;
+    const long long stride = nwarps * per_warp;
+    for (long long q0 = warp * per_warp; q0 < nblocks; q0 += stride) {
+        const long long q = q0 + lane;
+        const bool valid = lane < per_warp && q < nblocks;
+        // (in a cooperative launch, order and the output blocks were written
+        // by other thread blocks: loads through L2)
+        const long long s = valid ? __ldcg(order + q) : 0;
+        const u64 t_bitmap = valid ? __ldcg(t_bitmaps + q) : 0ull;
+        const long long out = __ldcg(t_offsets + q0);
+        const long long in = valid ? offsets[s] : 0;
+        const u64 bitmap = transpose_bitmap(t_bitmap);
+        // the lane's first value among the warp's (exclusive scan)
+        const unsigned int n = (unsigned int)__popcll(t_bitmap);
+        u64 sum;
+        const unsigned int first = (unsigned int)warp_exclusive_scan(n, &sum);
+        const unsigned int total = (unsigned int)sum;  // at most 32 x 64
+        for (unsigned int j0 = 0; j0 < total; j0 += 32 * U) {
+            T v[U];
 #pragma unroll
-    for (int u = 0; u < 8; ++u) {
-        if (rows) {
-            const int t = __ffs(rows) - 1;
-            rows &= rows - 1u;
-            v[u] = in[value_index(bitmap, bit_of(t, r))];
+            for (int u = 0; u < U; ++u) {
+                const unsigned int j1 = j0 + 32 * u, j = j1 + lane;
+                // the lane whose block holds value j: the last that starts at or
+                // before it. Blocks hold values, so lane b holds the b-th block
+                // to start: those before j1, and those marked in [j1, j]
+                const bool mine = n && first >= j1 && first - j1 < 32u;
+                const unsigned int marks =
+                    __reduce_or_sync(0xffffffffu, mine ? 1u << (first - j1) : 0u);
+                const int b = __popc(__ballot_sync(0xffffffffu, n && first < j1))
+                              + __popc(marks & (0xffffffffu >> (31 - lane))) - 1;
+                const u64 b_t_bitmap = __shfl_sync(0xffffffffu, t_bitmap, b);
+                const u64 b_bitmap = __shfl_sync(0xffffffffu, bitmap, b);
+                const long long b_in = __shfl_sync(0xffffffffu, in, b);
+                const unsigned int b_first = __shfl_sync(0xffffffffu, first, b);
+                if (j < total) {
+                    const int bit = nth_set_bit(b_t_bitmap, (int)(j - b_first));
+                    v[u] = values[b_in + value_index(b_bitmap, bit_of(bit & 7, bit >> 3))];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const unsigned int j = j0 + 32 * u + lane;
+                if (j < total) t_values[out + j] = v[u];
+            }
         }
     }
-    const int n = __popc(row);
-#pragma unroll
-    for (int u = 0; u < 8; ++u)
-        if (u < n) out[u] = v[u];
 }
 
 // the values of A's block s (bitmap `bitmap`) to their output block, whose
 // values start at t_offset: by one thread, in A's order, a few loads in
-// flight at a time. For blocks of a few values (the graphs), where pass 5's
-// 8 threads a block mostly find empty rows
+// flight at a time: the tiles kernel's writers (graphs, blocks of a few
+// values)
 template <typename T>
 __device__ __forceinline__ void move_block_values(const long long* __restrict__ offsets,
                                                   const T* __restrict__ values, long long s,
@@ -755,7 +810,7 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
     long long nblocks, long long nbcols, long long groups, long long group_shift,
-    long long by_rows,
+    long long by_rows, long long warp_blocks,
     long long outputs, u64* bar, u64* work, long long* ptr, unsigned int* placed,
     long long* order,
     u64* t_keys, u64* t_bitmaps, long long* t_offsets, T* t_values)
@@ -808,29 +863,9 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     if (tid == 0) t_offsets[nblocks] = offsets[nblocks];
     if (outputs == 1) return;
     grid_barrier(bar);
-    // 5. values, 8 threads per output block (thread r writes row r of the
-    // transposed block), 4 blocks a step so that their loads overlap: each
-    // level of the chain (order, A's offsets, A's values) for all 4 before
-    // the next (surrogate, H200: 143 -> 137 us; 2 blocks a step, 139; 8
-    // spill)
-    for (long long i = tid; i < 8 * nblocks; i += 4 * nthreads) {
-        long long s[4], t_offset[4], first[4];
-        u64 t_bitmap[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const long long q = (i + u * nthreads) >> 3;
-            s[u] = q < nblocks ? __ldcg(order + q) : -1;
-            t_bitmap[u] = q < nblocks ? __ldcg(t_bitmaps + q) : 0ull;
-            t_offset[u] = q < nblocks ? __ldcg(t_offsets + q) : 0;
-        }
-#pragma unroll
-        for (int u = 0; u < 4; ++u) first[u] = s[u] >= 0 ? offsets[s[u]] : 0;
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            if (s[u] >= 0) move_transposed_row(values + first[u], t_bitmap[u], t_offset[u],
-                                               (int)((i + u * nthreads) & 7), t_values);
-        }
-    }
+    // 5. values
+    move_values_by_warps(offsets, values, order, nblocks, t_bitmaps, t_offsets, t_values,
+                         (int)warp_blocks, tid >> 5, nthreads >> 5);
 }
 
 // ---- bmsparse_transpose_tiles ------------------------------------------------
@@ -1025,13 +1060,11 @@ extern "C" __global__ void bmsparse_transpose_blocks(
 template <typename T>
 __global__ void bmsparse_transpose_values(
     const long long* __restrict__ offsets, const T* __restrict__ values,
-    const long long* __restrict__ order, long long nblocks,
+    const long long* __restrict__ order, long long nblocks, long long warp_blocks,
     const u64* __restrict__ t_bitmaps, const long long* __restrict__ t_offsets,
     T* __restrict__ t_values)
 {
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const long long q = tid >> 3;
-    if (q >= nblocks) return;
-    move_transposed_row(values + offsets[order[q]], t_bitmaps[q], t_offsets[q], (int)(tid & 7),
-                        t_values);
+    move_values_by_warps(offsets, values, order, nblocks, t_bitmaps, t_offsets, t_values,
+                         (int)warp_blocks, tid >> 5, (gridDim.x * (long long)blockDim.x) >> 5);
 }

@@ -52,17 +52,14 @@ BUCKETS_PER_BLOCK = 2
 #: fewer buckets, 3-6% slower (email-Enron 330 K, musae_git 350 K, bcsstk33,
 #: p2p-Gnutella31, wiki-Vote)
 ROW_GROUP_COUNTERS = 1 << 19
-#: the values pass (8 threads a block) takes every block at once with 4
-#: threads a block (two of its 4 blocks a step); more threads cost passes 1-4
-#: more than they save once there are about 2^16 of them, unless the values
-#: are many (4 a thread).
-#: ncu, H100, the whole kernel against a thread per block or bucket, us:
-#: young1c 32.8 -> 24.8, bcsstk13 37.8 -> 31.0, bcsstk33 43.7 -> 37.2,
-#: zenios 33.1 -> 27.8, p2p-Gnutella08 35.1 -> 29.7, the larger graphs the
-#: same; with 4 a block for all (H200), ca-GrQc and crack were 2-3 us slower
-#: (27 K blocks of 1-2 values)
-VALUE_THREADS_PER_BLOCK = 4
-VALUE_THREADS = 1 << 16
+#: the values pass: a warp takes as many consecutive output blocks as hold
+#: about this many values (a power of two of them, at most 32; see
+#: :func:`warp_blocks`), and moves them a value a lane. The bucket kernel
+#: has a warp for each such run where it can (a thread per block or bucket
+#: for the other passes). H200, `A.T` in a loop, us, against the pass of 8
+#: threads an output block: surrogate 136.4 -> 124.4 (ncu: transpose.cu's
+#: move_values_by_warps)
+WARP_VALUES = 256
 #: The tiles kernel (bmsparse_transpose_tiles) cuts A's blocks into one tile
 #: per thread block and counts a tile's blocks per block column in shared
 #: memory (8 bytes a column, up to TILE_COLUMNS columns), then scans a
@@ -194,7 +191,17 @@ def bucket_shift(nblocks: int, nbrows: int, nbcols: int) -> int:
     return (least_rows - 1).bit_length()
 
 
-_SIZES = ("nblocks", "nbcols", "groups", "group_shift", "by_rows", "outputs")
+def warp_blocks(nblocks: int, nvalues: int | None) -> int:
+    """Output blocks a warp of the values pass takes at a time: the largest
+    power of two up to 32 whose blocks hold at most ``WARP_VALUES`` values
+    on average (at least 1)."""
+    blocks = 32
+    while blocks > 1 and nvalues is not None and blocks * nvalues > WARP_VALUES * nblocks:
+        blocks //= 2
+    return blocks
+
+
+_SIZES = ("nblocks", "nbcols", "groups", "group_shift", "by_rows", "warp_blocks", "outputs")
 
 
 def _arguments(*names: str) -> np.dtype:
@@ -218,7 +225,8 @@ class _Plan(NamedTuple):
     grid: int
     tiles: bool  # bmsparse_transpose_tiles (else bmsparse_transpose_columns)
     # the kernel's arguments between A's arrays and `outputs`: nblocks and
-    # nbcols, and for the bucket kernel groups, group_shift and by_rows
+    # nbcols, and for the bucket kernel groups, group_shift, by_rows and
+    # warp_blocks
     sizes: tuple[int, ...]
     placed: int  # the bucket kernel's `placed`: its byte in the scratch
     scratch: int  # bytes of scratch in all (none zeroed: the kernels clear
@@ -245,12 +253,12 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
     shift = bucket_shift(nblocks, nbrows, nbcols)
     groups = max(-(-nbrows >> shift), 1)
     nbuckets = nbcols * groups
-    # a thread per block or bucket (the passes' loops), or as many as the
-    # values pass wants, at most all resident
+    # a thread per block or bucket (the passes' loops), or a warp per run of
+    # the values pass, at most all resident
+    per_warp = warp_blocks(nblocks, nvalues)
     threads = max(nblocks, nbuckets)
     if nvalues is not None:
-        threads = max(threads, min(VALUE_THREADS_PER_BLOCK * nblocks,
-                                   max(VALUE_THREADS, nvalues // 4)))
+        threads = max(threads, 32 * -(-nblocks // per_warp))
     grid = min(_kernels.resident_blocks(kernel, THREADS), max(-(-threads // THREADS), 1))
     # the bucket counters and the counts of the listed buckets (cleared by
     # the kernel), the thread blocks' sums, then `placed` and the two lists
@@ -260,7 +268,8 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
     placed = 8 * (nbuckets + 1 + grid)
     launch = _kernels.PreparedLaunch(kernel, (), _COLUMNS_ARGS, block=THREADS, cooperative=True)
     return _Plan(launch, grid, False,
-                 (nblocks, nbcols, groups, shift, int(nbuckets >= ROW_GROUP_COUNTERS)), placed,
+                 (nblocks, nbcols, groups, shift, int(nbuckets >= ROW_GROUP_COUNTERS), per_warp),
+                 placed,
                  placed + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
 
 
@@ -318,8 +327,9 @@ def _transpose_cuda(keys, bitmaps, offsets, values, order):
         return t_keys, t_bitmaps, t_offsets, None
     t_values = cupy.empty_like(values)
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_values", T=values.dtype)
-    _kernels.launch(kernel, 8 * nblocks, (offsets, values, order, nblocks, t_bitmaps, t_offsets,
-                                          t_values))
+    per_warp = warp_blocks(nblocks, values.shape[0])
+    _kernels.launch(kernel, 32 * -(-nblocks // per_warp),
+                    (offsets, values, order, nblocks, per_warp, t_bitmaps, t_offsets, t_values))
     return t_keys, t_bitmaps, t_offsets, t_values
 
 

@@ -374,6 +374,63 @@ def test_one_launch_ranks_more_buckets_by_warps_than_it_has_warps(counters, monk
     _assert_stages_equal(_stage(a.to_device()), _stage(a))
 
 
+@pytest.mark.parametrize("nblocks, nvalues, want", [
+    (553_279, 3_131_311, 32),  # the surrogate: 5.7 values a block
+    (21_086, 173_670, 16), (5_117, 83_883, 8), (10, 640, 4), (1, 64, 4),
+    (10, 10, 32), (0, 0, 32), (7, None, 32)])
+def test_warp_blocks_hold_about_warp_values(nblocks, nvalues, want):
+    blocks = transpose.warp_blocks(nblocks, nvalues)
+    assert blocks == want
+    if nvalues:
+        assert blocks * nvalues <= transpose.WARP_VALUES * nblocks
+        assert blocks == 32 or 2 * blocks * nvalues > transpose.WARP_VALUES * nblocks
+
+
+def _value_counts_matrix(dtype: str, seed: int) -> sp.csr_array:
+    """Blocks of every value count from 1 to 64, a run of 70 full blocks and
+    blocks of one value between them, on a diagonal of blocks with a few
+    blocks off it: a warp's 32 output blocks hold from 32 to 2,048 values."""
+    rng = np.random.default_rng(seed)
+    counts = np.concatenate([np.arange(1, 65), np.full(70, 64), np.ones(40, int),
+                             rng.integers(1, 65, 1_000)])
+    nb = counts.shape[0]
+    brows = np.concatenate([np.arange(nb), rng.integers(0, nb, 50)])
+    bcols = np.concatenate([np.arange(nb), rng.integers(0, nb, 50)])
+    counts = np.concatenate([counts, rng.integers(1, 65, 50)])
+    rows, cols = [], []
+    for i, j, n in zip(brows, bcols, counts):
+        bits = rng.choice(64, size=n, replace=False)
+        rows.append(8 * i + bits // 8)
+        cols.append(8 * j + bits % 8)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    data = rng.integers(1, 99, rows.shape[0]).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * rng.integers(1, 99, rows.shape[0])
+    return sp.csr_array((data, (rows, cols)), shape=(8 * nb, 8 * nb))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid", ["resident", "one thread block"])
+@pytest.mark.parametrize("path", ["one launch", "two kernels"])
+@pytest.mark.parametrize("dtype", ["int32", "float64", "complex128"])
+def test_values_move_by_warps_of_every_load(dtype, path, grid, monkeypatch):
+    # the values pass: a warp takes 32 output blocks at a time, a value a
+    # lane, 4 loads in flight a lane; with one thread block of the bucket
+    # kernel (512 threads) each warp takes three runs of 32 blocks
+    from bmsparse import _kernels
+
+    monkeypatch.setattr(transpose, "TILE_COLUMNS", 0)
+    if path == "two kernels":
+        monkeypatch.setattr(transpose, "_one_launch", lambda *args: False)
+        if grid != "resident":
+            pytest.skip("the two-kernel path launches a thread per block")
+    elif grid != "resident":
+        monkeypatch.setattr(_kernels, "resident_blocks", lambda *args: 1)
+    a = BitmapMatrix(_value_counts_matrix(dtype, seed=13))
+    _assert_stages_equal(_stage(a.to_device()), _stage(a))
+    assert_same_csr(a.to_device().T.get().to_scipy(), a.to_scipy().T, rtol=0)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("buckets", BUCKET_ROWS)
 def test_column_pointer_alone_equals_numpy(buckets, counters, monkeypatch):

@@ -28,10 +28,11 @@
 //   3. place: every block takes the next place of its bucket (the low half
 //      is the cursor, and ends as the bucket's end), so a bucket holds its
 //      blocks in no particular order;
-//   4. sort and write: `ptr` from the columns' first buckets; a bucket's
-//      blocks are put back in their order in A (which is their block-row
-//      order: A's keys are sorted) and the output keys, bitmaps and offsets
-//      written in that order. A bucket of at most BMSPARSE_TRANSPOSE_SHORT
+//   4. sort: `ptr` from the columns' first buckets; a bucket's blocks are
+//      put back in their order in A (which is their block-row order: A's
+//      keys are sorted), written to `order` in that order, with the first
+//      value of each run of the last pass (write_block). A bucket of at
+//      most BMSPARSE_TRANSPOSE_SHORT
 //      blocks: a thread per block counts the blocks before it; up to
 //      BMSPARSE_TRANSPOSE_WARP_RANKED: a warp, from the grid's last, ranks
 //      each block against the others by shuffles; longer: sorted by the
@@ -39,12 +40,12 @@
 //      in shared memory or the thread block, in shared memory up to
 //      BMSPARSE_TRANSPOSE_SHARED, in `order` itself beyond. Sorts go by bins
 //      of block rows, or a bitonic network when a bin overfills;
-//   5. values (`outputs` 2): a warp per 32 output blocks, a value a lane
-//      (move_values_by_warps).
+//   5. blocks and values: a warp per run of output blocks, in the output's
+//      order, a value a lane (write_blocks_by_warps).
 // `outputs` 0: passes 1-4 write `order` and `ptr` only, the column pointer
 // of A.T @ x and of the task list; 1: and the blocks (no values).
 //
-// bmsparse_transpose_tiles: the same in one cooperative launch of three
+// bmsparse_transpose_tiles: the same in one cooperative launch of four
 // passes, for matrices of few block columns (transpose.py's TILE_COLUMNS):
 // thread block t takes a tile of A's blocks (nblocks * t / grid up to the
 // next tile's first).
@@ -56,16 +57,17 @@
 //   3. place: the tile's blocks, in A's order, take the next places of their
 //      columns from row t, kept in shared memory: a warp's blocks of one
 //      column by lane (__match_any_sync), the warps in turn. The blocks land
-//      in A's order within each column, with no sort; each is written with
-//      its values (one thread a block).
+//      in A's order within each column, with no sort: `order` and the
+//      first values of the runs, as pass 4 of the bucket kernel;
+//   4. blocks and values, as pass 5 of the bucket kernel.
 // Its `work` is a word per thread block and counts[grid * nbcols], none
 // cleared; it takes no groups, group_shift, by_rows or placed.
 //
-// bmsparse_transpose_blocks / bmsparse_transpose_values: pass 4's blocks
-// and pass 5 for a given `order` (a sort made in transpose.py), for
-// matrices beyond the one-launch kernel's limits (2^32 or more blocks or
-// values, or far more block columns than blocks); an exclusive scan of
-// `counts` in between gives t_offsets.
+// bmsparse_transpose_counts / bmsparse_transpose_outputs: the value count
+// of each output block, then the last pass, for a given `order` (a sort
+// made in transpose.py), for matrices beyond the one-launch kernel's limits
+// (2^32 or more blocks or values, or far more block columns than blocks);
+// an exclusive scan of `counts` in between gives t_offsets.
 //
 // Arguments (csr.h style):
 //   u64       keys[nblocks], bitmaps[nblocks] - blocks of A
@@ -76,8 +78,9 @@
 //                                      the block rows per bucket
 //   long long by_rows                - nonzero: the counters row group after
 //                                      row group (see slot())
-//   long long warp_blocks            - output blocks a warp of the values pass
-//                                      takes at a time (move_values_by_warps)
+//   long long warp_blocks            - output blocks a warp of the last pass
+//                                      takes at a time (write_blocks_by_warps)
+//   long long with_values            - (outputs kernel) nonzero: values to move
 //   long long outputs                - see above
 //   u64       bar[2]                 - the grid barrier's words, left ready by the
 //                                      last launch (_kernels.barrier_words)
@@ -97,10 +100,10 @@
 //   long long t_offsets[nblocks + 1] - out: value offsets of A.T's blocks
 //   T         t_values[nnz]          - out: values of A.T
 //
-// Launch: columns: a cooperative grid of BMSPARSE_TRANSPOSE_THREADS-thread
-// blocks, at most as many as are resident at once; blocks: one thread per
-// output block; values: a thread per output block (a warp per 32 of them),
-// whole warps.
+// Launch: columns, tiles: a cooperative grid of
+// BMSPARSE_TRANSPOSE_THREADS-thread blocks, at most as many as are resident
+// at once; counts: one thread per output block; outputs: a warp per
+// warp_blocks output blocks, whole warps.
 // Work: O(nblocks + nbcols * groups + nnz), and to sort a bucket of L
 // blocks O(L^2) at most 32 (in parallel), O(L) by bins, else
 // O(L log^2 L); tiles: O(nblocks + grid * nbcols + nnz).
@@ -120,31 +123,33 @@
 #define BMSPARSE_TRANSPOSE_VALUE_LOADS 4
 #endif
 
-// the values of output blocks [0, nblocks) (pass 5, and
-// bmsparse_transpose_values), warp `warp` of `nwarps`: it takes `per_warp`
-// consecutive output blocks at a time (a power of two, at most 32: fewer
-// where blocks hold many values, transpose.py's warp_blocks), lane l
-// loading block q0 + l's source in A, its bitmap and A's first value of it;
-// then the warp moves those blocks' values, which follow each other in A.T,
-// a value a lane, each lane's loads of A's values independent
-// (BMSPARSE_TRANSPOSE_VALUE_LOADS in flight) and the stores coalesced. A
-// thread a row of each output block (8 a block) waited on a chain of three
-// scattered loads for every block. H200, the surrogate, the pass alone:
-// float64 47.3 -> 34.2 us, float32 45.6 -> 30.2 (each value's owner found
-// by a binary search of shuffles there; by marks, below, the whole kernel
-// took the same or up to 3 us less on the FEM matrices). ncu, the
-// whole bucket kernel: surrogate 139.2 -> 123.9 us, p2p-Gnutella31 48.7 ->
-// 40.9; FEM matrices within 1 us but Groebner_id2003_aug 31.3 -> 34.4 (runs
-// of 16 blocks, the fullest of 683 values: its warp takes 6 rounds). The
+// the blocks and values of output blocks [0, nblocks), in the output's
+// order (the last pass of both one-launch kernels, and
+// bmsparse_transpose_outputs), from `order` and the first value of each run
+// of `per_warp` output blocks in t_offsets: warp `warp` of `nwarps` takes
+// runs q0 = per_warp * warp, per_warp * (warp + nwarps), ... (per_warp a
+// power of two, at most 32: fewer where blocks hold many values,
+// transpose.py's warp_blocks). Lane l loads block q0 + l's source in A, its
+// key, bitmap and first value, and writes the output block (stores
+// coalesced); then, `with_values`, the warp moves the run's values, which
+// follow each other in A.T, a value a lane: each lane's loads of A's values
+// independent (BMSPARSE_TRANSPOSE_VALUE_LOADS in flight), the stores
+// coalesced. A thread a row of each output block (8 a block) waited on a
+// chain of three scattered loads for every block. H200, the surrogate, the
+// values alone: float64 47.3 -> 34.2 us, float32 45.6 -> 30.2 (each value's
+// owner found by a binary search of shuffles there; by marks, below, the
+// whole kernel took the same or up to 3 us less on the FEM matrices). The
 // whole warp calls it (its shuffles).
 template <typename T>
-__device__ void move_values_by_warps(const long long* __restrict__ offsets,
-                                     const T* __restrict__ values,
-                                     const long long* __restrict__ order, long long nblocks,
-                                     const u64* __restrict__ t_bitmaps,
-                                     const long long* __restrict__ t_offsets,
-                                     T* __restrict__ t_values, int per_warp, long long warp,
-                                     long long nwarps)
+__device__ void write_blocks_by_warps(const u64* __restrict__ keys,
+                                      const u64* __restrict__ bitmaps,
+                                      const long long* __restrict__ offsets,
+                                      const T* __restrict__ values,
+                                      const long long* __restrict__ order, long long nblocks,
+                                      bool with_values, u64* __restrict__ t_keys,
+                                      u64* __restrict__ t_bitmaps, long long* t_offsets,
+                                      T* __restrict__ t_values, int per_warp, long long warp,
+                                      long long nwarps)
 {
     constexpr int U = BMSPARSE_TRANSPOSE_VALUE_LOADS;
     const int lane = threadIdx.x & 31;
@@ -152,18 +157,25 @@ __device__ void move_values_by_warps(const long long* __restrict__ offsets,
     for (long long q0 = warp * per_warp; q0 < nblocks; q0 += stride) {
         const long long q = q0 + lane;
         const bool valid = lane < per_warp && q < nblocks;
-        // (in a cooperative launch, order and the output blocks were written
-        // by other thread blocks: loads through L2)
+        // (in a cooperative launch, order and t_offsets were written by other
+        // thread blocks: loads through L2)
         const long long s = valid ? __ldcg(order + q) : 0;
-        const u64 t_bitmap = valid ? __ldcg(t_bitmaps + q) : 0ull;
+        const u64 key = valid ? keys[s] : 0ull;
+        const u64 bitmap = valid ? bitmaps[s] : 0ull;
+        const long long in = valid && with_values ? offsets[s] : 0;
         const long long out = __ldcg(t_offsets + q0);
-        const long long in = valid ? offsets[s] : 0;
-        const u64 bitmap = transpose_bitmap(t_bitmap);
-        // the lane's first value among the warp's (exclusive scan)
-        const unsigned int n = (unsigned int)__popcll(t_bitmap);
+        const u64 t_bitmap = transpose_bitmap(bitmap);
+        // the lane's first value among the run's (exclusive scan)
+        const unsigned int n = (unsigned int)__popcll(bitmap);
         u64 sum;
         const unsigned int first = (unsigned int)warp_exclusive_scan(n, &sum);
         const unsigned int total = (unsigned int)sum;  // at most 32 x 64
+        if (valid) {
+            t_keys[q] = make_key(block_col(key), block_row(key));
+            t_bitmaps[q] = t_bitmap;
+            if (lane) t_offsets[q] = out + first;
+        }
+        if (!with_values) continue;
         for (unsigned int j0 = 0; j0 < total; j0 += 32 * U) {
             T v[U];
 #pragma unroll
@@ -195,60 +207,26 @@ __device__ void move_values_by_warps(const long long* __restrict__ offsets,
     }
 }
 
-// the values of A's block s (bitmap `bitmap`) to their output block, whose
-// values start at t_offset: by one thread, in A's order, a few loads in
-// flight at a time: the tiles kernel's writers (graphs, blocks of a few
-// values)
-template <typename T>
-__device__ __forceinline__ void move_block_values(const long long* __restrict__ offsets,
-                                                  const T* __restrict__ values, long long s,
-                                                  u64 bitmap, u64 t_offset,
-                                                  T* __restrict__ t_values)
-{
-    constexpr int U = 4;
-    const T* in = values + offsets[s];
-    T* out = t_values + t_offset;
-    const u64 t_bitmap = transpose_bitmap(bitmap);
-    for (int i0 = 0; bitmap; i0 += U) {
-        T v[U];
-        int at[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            at[u] = -1;
-            if (bitmap) {
-                const int b = __ffsll(bitmap) - 1;
-                bitmap &= bitmap - 1ull;
-                at[u] = value_index(t_bitmap, bit_of(b & 7, b >> 3));
-                v[u] = in[i0 + u];
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-            if (at[u] >= 0) out[at[u]] = v[u];
-    }
-}
-
-// where both one-launch kernels write the output blocks
+// what both one-launch kernels write when they place a block
 struct Outputs {
-    int outputs;  // 0: `order` only, 1: and the blocks, 2: and the values, moved
-                  // after (the bucket kernel's pass 5, the tiles' writers)
+    int outputs;  // 0: `order` only, 1: and the blocks, 2: and the values (both
+                  // by the last pass, write_blocks_by_warps)
+    int per_warp;  // its runs of output blocks (a power of two)
     long long* order;
-    u64* t_keys;
-    u64* t_bitmaps;
     long long* t_offsets;
 };
 
-// output block q is A's block s (its block row and bitmap loaded when there
-// are blocks to write), in block column c, its values from t_offset
-__device__ __forceinline__ void write_block(const Outputs& o, long long c, long long q,
-                                            long long s, unsigned int row, u64 bitmap,
+// output block q is A's block s, its values from t_offset. The last pass
+// writes the blocks in the output's order from `order` and the first value
+// of each of its runs: stores here scatter, 8 bytes each to a sector of
+// its own. ncu, H200, musae_git's tiles kernel: `order` alone 35 us; the
+// blocks (4 arrays) and values written here, 61; by the last pass, 54
+// (email-Enron 59 -> 48, the surrogate's bucket kernel 124 -> 113)
+__device__ __forceinline__ void write_block(const Outputs& o, long long q, long long s,
                                             u64 t_offset)
 {
     o.order[q] = s;
-    if (o.outputs == 0) return;
-    o.t_keys[q] = make_key((u64)c, row);
-    o.t_bitmaps[q] = transpose_bitmap(bitmap);
-    o.t_offsets[q] = (long long)t_offset;
+    if (o.outputs && (q & (o.per_warp - 1)) == 0) o.t_offsets[q] = (long long)t_offset;
 }
 
 // ---- bmsparse_transpose_columns ---------------------------------------------
@@ -508,8 +486,7 @@ __device__ __forceinline__ void rank_in_short_bucket(const Columns& k, long long
             }
         }
     }
-    write_block(k.out, c, lo + rank, s, block_row(key), k.out.outputs ? k.bitmaps[s] : 0ull,
-                bucket_values(k, c, g) + before);
+    write_block(k.out, lo + rank, s, bucket_values(k, c, g) + before);
 }
 
 // pass 4's output for bucket (c, g), its blocks sorted in a[0, n):
@@ -530,19 +507,17 @@ __device__ void write_sorted(const Columns& k, long long c, long long g, long lo
     u64 at = bucket_values(k, c, g) + group_exclusive_scan<WHOLE_BLOCK>(sum, warp_sums, &total);
     for (long long i = i0; i < i1; i += 4) {
         long long s[4];
-        u64 key[4], bitmap[4];
+        u64 count[4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             s[u] = i + u < i1 ? (long long)a[i + u] : -1;
-            const bool load = s[u] >= 0 && k.out.outputs;
-            key[u] = load ? k.keys[s[u]] : 0ull;
-            bitmap[u] = load ? k.bitmaps[s[u]] : 0ull;
+            count[u] = s[u] >= 0 ? value_count(k, s[u]) : 0ull;
         }
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             if (s[u] < 0) break;
-            write_block(k.out, c, lo + i + u, s[u], block_row(key[u]), bitmap[u], at);
-            at += (u64)__popcll(bitmap[u]);
+            write_block(k.out, lo + i + u, s[u], at);
+            at += count[u];
         }
     }
 }
@@ -651,21 +626,16 @@ __device__ void rank_in_warp(const Columns& k, const ListedBucket& x)
 {
     constexpr int E = BMSPARSE_TRANSPOSE_LANE_BLOCKS;
     const int lane = threadIdx.x & 31;
-    // 32-bit each, and the bitmaps loaded again to write (L1 hits): the
-    // kernel has 64 registers, and with 64-bit ranks and the blocks kept
-    // whole it spilled more
-    unsigned int s[E], count[E], row[E];
+    // 32-bit each: the kernel has 64 registers, and with 64-bit ranks and
+    // the blocks kept whole it spilled more
+    unsigned int s[E], count[E];
 #pragma unroll
     for (int e = 0; e < E; ++e) {
         const long long i = lane + 32 * e;
         s[e] = i < x.n ? __ldcg(k.placed + x.lo + i) : ~0u;  // none: above every block
     }
 #pragma unroll
-    for (int e = 0; e < E; ++e) {
-        const bool load = s[e] != ~0u && k.out.outputs;
-        row[e] = load ? (unsigned int)block_row(k.keys[s[e]]) : 0u;
-        count[e] = load ? (unsigned int)__popcll(k.bitmaps[s[e]]) : 0u;
-    }
+    for (int e = 0; e < E; ++e) count[e] = s[e] != ~0u ? (unsigned int)value_count(k, s[e]) : 0u;
     // (a bucket here has at most 32 E blocks of at most 64 values)
     unsigned int rank[E] = {}, before[E] = {};
     for (int f = 0; f < E && 32 * f < x.n; ++f) {
@@ -684,9 +654,7 @@ __device__ void rank_in_warp(const Columns& k, const ListedBucket& x)
     const u64 first = bucket_values(k, x.c, x.g);
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-        if (s[e] == ~0u) continue;
-        write_block(k.out, x.c, x.lo + rank[e], s[e], row[e],
-                    k.out.outputs ? k.bitmaps[s[e]] : 0ull, first + before[e]);
+        if (s[e] != ~0u) write_block(k.out, x.lo + rank[e], s[e], first + before[e]);
     }
 }
 
@@ -822,7 +790,7 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     u64* block_sums = work + nbuckets + 1;
     // a flag, not null pointers, says which outputs are wanted: an empty
     // array's pointer is null too
-    Columns k = {keys, bitmaps, {(int)outputs, order, t_keys, t_bitmaps, t_offsets},
+    Columns k = {keys, bitmaps, {(int)outputs, (int)warp_blocks, order, t_offsets},
                  nbcols, groups, (int)group_shift, by_rows != 0,
                  work, placed, placed + nblocks, work + nbuckets};
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -861,11 +829,11 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     sort_longer_buckets(k, (long long)(listed & 0xffffffffull), tile, lists, warp_sums);
     if (outputs == 0) return;
     if (tid == 0) t_offsets[nblocks] = offsets[nblocks];
-    if (outputs == 1) return;
     grid_barrier(bar);
-    // 5. values
-    move_values_by_warps(offsets, values, order, nblocks, t_bitmaps, t_offsets, t_values,
-                         (int)warp_blocks, tid >> 5, nthreads >> 5);
+    // 5. blocks and values
+    write_blocks_by_warps(keys, bitmaps, offsets, values, order, nblocks, outputs == 2, t_keys,
+                          t_bitmaps, t_offsets, t_values, (int)warp_blocks, tid >> 5,
+                          nthreads >> 5);
 }
 
 // ---- bmsparse_transpose_tiles ------------------------------------------------
@@ -961,12 +929,9 @@ __device__ void scan_tiles(u64* counts, long long nblocks, long long nbcols, lon
 // stably, with no sort. `outputs` as for bmsparse_transpose_columns, but
 // the values (2) are moved by the thread that writes their block. Each
 // round loads the next round's blocks before its barriers.
-template <typename T>
 __device__ void place_tile(const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
-                           const long long* __restrict__ offsets, const T* __restrict__ values,
                            long long lo, long long hi, long long nbcols, const Outputs& out,
-                           u64* column, const u64* counts, unsigned int* lane_values,
-                           T* t_values)
+                           u64* column, const u64* counts, unsigned int* lane_values)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int nwarps = blockDim.x >> 5;
@@ -1004,9 +969,7 @@ __device__ void place_tile(const u64* __restrict__ keys, const u64* __restrict__
         if (valid) {
             const long long q = (long long)(base & 0xffffffffull) + __popc(below);
             const u64 t_offset = (base >> 32) + before;
-            write_block(out, c, q, s, block_row(key), bitmap, t_offset);
-            if (out.outputs == 2)
-                move_block_values(offsets, values, s, bitmap, t_offset, t_values);
+            write_block(out, q, s, t_offset);
         }
         key = next_key;
         bitmap = next_bitmap;
@@ -1017,7 +980,8 @@ template <typename T>
 __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose_tiles(
     const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
-    long long nblocks, long long nbcols, long long outputs, u64* bar, u64* work, long long* ptr,
+    long long nblocks, long long nbcols, long long warp_blocks, long long outputs, u64* bar,
+    u64* work, long long* ptr,
     long long* order, u64* t_keys, u64* t_bitmaps, long long* t_offsets, T* t_values)
 {
     extern __shared__ u64 column[];  // [nbcols]
@@ -1034,37 +998,39 @@ __global__ void __launch_bounds__(BMSPARSE_TRANSPOSE_THREADS) bmsparse_transpose
     // 2. scan
     scan_tiles(counts, nblocks, nbcols, ptr, bar, block_sums, warp_sums, part);
     grid_barrier(bar);
-    // 3. place and write
-    const Outputs out = {(int)outputs, order, t_keys, t_bitmaps, t_offsets};
-    place_tile(keys, bitmaps, offsets, values, lo, hi, nbcols, out, column, counts, lane_values,
-               t_values);
-    if (outputs && blockIdx.x == 0 && threadIdx.x == 0) t_offsets[nblocks] = offsets[nblocks];
+    // 3. place
+    const Outputs out = {(int)outputs, (int)warp_blocks, order, t_offsets};
+    place_tile(keys, bitmaps, lo, hi, nbcols, out, column, counts, lane_values);
+    if (outputs == 0) return;
+    if (blockIdx.x == 0 && threadIdx.x == 0) t_offsets[nblocks] = offsets[nblocks];
+    grid_barrier(bar);
+    // 4. blocks and values
+    const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    write_blocks_by_warps(keys, bitmaps, offsets, values, order, nblocks, outputs == 2, t_keys,
+                          t_bitmaps, t_offsets, t_values, (int)warp_blocks, tid >> 5,
+                          (gridDim.x * (long long)blockDim.x) >> 5);
 }
 
 // ---- the two-kernel path -----------------------------------------------------
 
-extern "C" __global__ void bmsparse_transpose_blocks(
-    const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
-    const long long* __restrict__ order, long long nblocks,
-    u64* __restrict__ t_keys, u64* __restrict__ t_bitmaps, long long* __restrict__ counts)
+extern "C" __global__ void bmsparse_transpose_counts(
+    const u64* __restrict__ bitmaps, const long long* __restrict__ order, long long nblocks,
+    long long* __restrict__ counts)
 {
     const long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (q >= nblocks) return;
-    const long long s = order[q];
-    const u64 key = keys[s], bitmap = bitmaps[s];
-    t_keys[q] = make_key(block_col(key), block_row(key));
-    t_bitmaps[q] = transpose_bitmap(bitmap);
-    counts[q] = __popcll(bitmap);
+    if (q < nblocks) counts[q] = __popcll(bitmaps[order[q]]);
 }
 
 template <typename T>
-__global__ void bmsparse_transpose_values(
+__global__ void bmsparse_transpose_outputs(
+    const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
     const long long* __restrict__ offsets, const T* __restrict__ values,
-    const long long* __restrict__ order, long long nblocks, long long warp_blocks,
-    const u64* __restrict__ t_bitmaps, const long long* __restrict__ t_offsets,
-    T* __restrict__ t_values)
+    const long long* __restrict__ order, long long nblocks, long long with_values,
+    long long warp_blocks, u64* __restrict__ t_keys, u64* __restrict__ t_bitmaps,
+    long long* __restrict__ t_offsets, T* __restrict__ t_values)
 {
     const long long tid = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    move_values_by_warps(offsets, values, order, nblocks, t_bitmaps, t_offsets, t_values,
-                         (int)warp_blocks, tid >> 5, (gridDim.x * (long long)blockDim.x) >> 5);
+    write_blocks_by_warps(keys, bitmaps, offsets, values, order, nblocks, with_values != 0,
+                          t_keys, t_bitmaps, t_offsets, t_values, (int)warp_blocks, tid >> 5,
+                          (gridDim.x * (long long)blockDim.x) >> 5);
 }

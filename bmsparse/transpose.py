@@ -33,8 +33,8 @@ from ._sputils import get_array_module
 _KERNELS = "transpose.cu"
 _kernels.register(_KERNELS, {"bmsparse_transpose_columns": ("T",),
                              "bmsparse_transpose_tiles": ("T",),
-                             "bmsparse_transpose_blocks": (),
-                             "bmsparse_transpose_values": ("T",)})
+                             "bmsparse_transpose_counts": (),
+                             "bmsparse_transpose_outputs": ("T",)})
 THREADS = 512  # BMSPARSE_TRANSPOSE_THREADS
 #: the one-launch kernel keeps counts of blocks and of values in the two
 #: halves of a uint64, and allocates a counter per block column: beyond
@@ -52,13 +52,14 @@ BUCKETS_PER_BLOCK = 2
 #: fewer buckets, 3-6% slower (email-Enron 330 K, musae_git 350 K, bcsstk33,
 #: p2p-Gnutella31, wiki-Vote)
 ROW_GROUP_COUNTERS = 1 << 19
-#: the values pass: a warp takes as many consecutive output blocks as hold
+#: the last pass of both one-launch kernels (the blocks and values of A.T,
+#: in its order): a warp takes as many consecutive output blocks as hold
 #: about this many values (a power of two of them, at most 32; see
 #: :func:`warp_blocks`), and moves them a value a lane. The bucket kernel
 #: has a warp for each such run where it can (a thread per block or bucket
-#: for the other passes). H200, `A.T` in a loop, us, against the pass of 8
+#: for the other passes). H200, `A.T` in a loop, us, against a pass of 8
 #: threads an output block: surrogate 136.4 -> 124.4 (ncu: transpose.cu's
-#: move_values_by_warps)
+#: write_blocks_by_warps)
 WARP_VALUES = 256
 #: The tiles kernel (bmsparse_transpose_tiles) cuts A's blocks into one tile
 #: per thread block and counts a tile's blocks per block column in shared
@@ -66,9 +67,11 @@ WARP_VALUES = 256
 #: count per tile and column (tiles x block columns). Its tiles have at
 #: least TILE_BLOCKS blocks, and are fewer where the counts would outnumber
 #: the blocks TILE_COUNTERS times; past TILE_MOST_BLOCKS blocks a tile, or
-#: TILE_VALUES values a block on average (its writers move a block's values
-#: one by one), the bucket kernel is faster. ncu, H200, against the bucket
-#: kernel: see benchmarks/NOTES.md, session 37.
+#: TILE_VALUES values a block on average, the bucket kernel is faster. ncu,
+#: H200, against the bucket kernel: see benchmarks/NOTES.md, session 37;
+#: since both end with the same last pass, TILE_VALUES 64 would take
+#: Groebner_id2003_aug from 34.3 to 30.1 us, but mhd1280b from 26.3 to 36.3
+#: and bayer10 from 30.7 to 37.3 (session 46).
 TILE_COLUMNS = 1 << 14
 TILE_BLOCKS = 512
 TILE_COUNTERS = 3
@@ -192,7 +195,7 @@ def bucket_shift(nblocks: int, nbrows: int, nbcols: int) -> int:
 
 
 def warp_blocks(nblocks: int, nvalues: int | None) -> int:
-    """Output blocks a warp of the values pass takes at a time: the largest
+    """Output blocks a warp of the last pass takes at a time: the largest
     power of two up to 32 whose blocks hold at most ``WARP_VALUES`` values
     on average (at least 1)."""
     blocks = 32
@@ -214,8 +217,8 @@ _HEADS = ("keys", "bitmaps", "offsets", "values")
 _TAILS = ("t_keys", "t_bitmaps", "t_offsets", "t_values")
 _COLUMNS_ARGS = _arguments(*_HEADS, *_SIZES, "bar", "work", "ptr", "placed", "order",
                            *_TAILS)
-_TILES_ARGS = _arguments(*_HEADS, "nblocks", "nbcols", "outputs", "bar", "work", "ptr",
-                         "order", *_TAILS)
+_TILES_ARGS = _arguments(*_HEADS, "nblocks", "nbcols", "warp_blocks", "outputs", "bar", "work",
+                         "ptr", "order", *_TAILS)
 
 
 class _Plan(NamedTuple):
@@ -224,8 +227,8 @@ class _Plan(NamedTuple):
     launch: Any  # _kernels.PreparedLaunch
     grid: int
     tiles: bool  # bmsparse_transpose_tiles (else bmsparse_transpose_columns)
-    # the kernel's arguments between A's arrays and `outputs`: nblocks and
-    # nbcols, and for the bucket kernel groups, group_shift, by_rows and
+    # the kernel's arguments between A's arrays and `outputs`: nblocks,
+    # nbcols, for the bucket kernel groups, group_shift and by_rows, and
     # warp_blocks
     sizes: tuple[int, ...]
     placed: int  # the bucket kernel's `placed`: its byte in the scratch
@@ -239,6 +242,7 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
     """The plan of ``_columns_cuda`` for these sizes on ``device`` (the
     current one), kept for the matrices transposed last: it took a few
     microseconds of a small transpose's host time."""
+    per_warp = warp_blocks(nblocks, nvalues)
     if 0 < nbcols <= TILE_COLUMNS and (nvalues is None or nvalues <= TILE_VALUES * nblocks):
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_tiles", T=dtype)
         shared = 8 * nbcols
@@ -248,14 +252,14 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
             # the thread blocks' sums and the tiles' counts
             launch = _kernels.PreparedLaunch(kernel, (), _TILES_ARGS, block=THREADS,
                                              shared_mem=shared, cooperative=True)
-            return _Plan(launch, grid, True, (nblocks, nbcols), 0, 8 * (grid + grid * nbcols))
+            return _Plan(launch, grid, True, (nblocks, nbcols, per_warp), 0,
+                         8 * (grid + grid * nbcols))
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_columns", T=dtype)
     shift = bucket_shift(nblocks, nbrows, nbcols)
     groups = max(-(-nbrows >> shift), 1)
     nbuckets = nbcols * groups
     # a thread per block or bucket (the passes' loops), or a warp per run of
-    # the values pass, at most all resident
-    per_warp = warp_blocks(nblocks, nvalues)
+    # the last pass, at most all resident
     threads = max(nblocks, nbuckets)
     if nvalues is not None:
         threads = max(threads, 32 * -(-nblocks // per_warp))
@@ -317,19 +321,20 @@ def _transpose_cuda(keys, bitmaps, offsets, values, order):
     import cupy
 
     nblocks = keys.shape[0]
+    counts = cupy.empty(nblocks, dtype=cupy.int64)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_counts")
+    _kernels.launch(kernel, nblocks, (bitmaps, order, nblocks, counts))
+    t_offsets = exclusive_scan(cupy, counts)
     t_keys = cupy.empty(nblocks, dtype=cupy.uint64)
     t_bitmaps = cupy.empty(nblocks, dtype=cupy.uint64)
-    counts = cupy.empty(nblocks, dtype=cupy.int64)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_blocks")
-    _kernels.launch(kernel, nblocks, (keys, bitmaps, order, nblocks, t_keys, t_bitmaps, counts))
-    t_offsets = exclusive_scan(cupy, counts)
-    if values is None:
-        return t_keys, t_bitmaps, t_offsets, None
-    t_values = cupy.empty_like(values)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_values", T=values.dtype)
-    per_warp = warp_blocks(nblocks, values.shape[0])
+    # (a pattern matrix: no values to read or write, of any type)
+    t_values = None if values is None else cupy.empty_like(values)
+    moved = (cupy.empty(0, cupy.float64),) * 2 if values is None else (values, t_values)
+    per_warp = warp_blocks(nblocks, None if values is None else values.shape[0])
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_outputs", T=moved[0].dtype)
     _kernels.launch(kernel, 32 * -(-nblocks // per_warp),
-                    (offsets, values, order, nblocks, per_warp, t_bitmaps, t_offsets, t_values))
+                    (keys, bitmaps, offsets, moved[0], order, nblocks, int(values is not None),
+                     per_warp, t_keys, t_bitmaps, t_offsets, moved[1]))
     return t_keys, t_bitmaps, t_offsets, t_values
 
 

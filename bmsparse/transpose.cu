@@ -32,11 +32,11 @@
 //      put back in their order in A (which is their block-row order: A's
 //      keys are sorted), written to `order` in that order, with the first
 //      value of each run of the last pass (write_block). A bucket of at
-//      most BMSPARSE_TRANSPOSE_SHORT
-//      blocks: a thread per block counts the blocks before it; up to
-//      BMSPARSE_TRANSPOSE_WARP_RANKED: a warp, from the grid's last, ranks
-//      each block against the others by shuffles; longer: sorted by the
-//      thread blocks, from the first, a warp (up to BMSPARSE_TRANSPOSE_MEDIUM)
+//      most BMSPARSE_TRANSPOSE_SHORT blocks: a thread per block counts the
+//      blocks before it; up to BMSPARSE_TRANSPOSE_WARP_RANKED: a warp, from
+//      the grid's last, ranks each block against the others by shuffles;
+//      longer: sorted by the thread blocks, from the first, a warp (up to
+//      BMSPARSE_TRANSPOSE_MEDIUM)
 //      in shared memory or the thread block, in shared memory up to
 //      BMSPARSE_TRANSPOSE_SHARED, in `order` itself beyond. Sorts go by bins
 //      of block rows, or a bitonic network when a bin overfills;
@@ -926,9 +926,9 @@ __device__ void scan_tiles(u64* counts, long long nblocks, long long nbcols, lon
 // `counts`). A warp's blocks of one column rank among themselves by lane
 // (__match_any_sync); the warps of the thread block take their columns'
 // places in turn. So the blocks land in A's order within each column:
-// stably, with no sort. `outputs` as for bmsparse_transpose_columns, but
-// the values (2) are moved by the thread that writes their block. Each
-// round loads the next round's blocks before its barriers.
+// stably, with no sort. `outputs` as for bmsparse_transpose_columns (the
+// blocks and values are the last pass's). Each round loads the next
+// round's blocks before its barriers.
 __device__ void place_tile(const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
                            long long lo, long long hi, long long nbcols, const Outputs& out,
                            u64* column, const u64* counts, unsigned int* lane_values)

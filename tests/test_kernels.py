@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from bmsparse import _kernels
-from bmsparse._format import (block_cols_of, block_rows_of, pack_keys, popcount,
-                              transpose_bitmaps)
+from bmsparse._format import popcount
 
 
 def test_source_inlines_package_headers_once():
@@ -55,28 +54,19 @@ def test_prepared_launch_refuses_a_tail_off_8_bytes(tail):
         _kernels.PreparedLaunch(_NamedKernel(), (), tail)
 
 
-#: bmsparse_transpose_blocks(keys, bitmaps | order, nblocks, t_keys, t_bitmaps, counts):
-#: the two block arrays fixed, the rest per call
-_BLOCKS_TAIL = np.dtype([("order", np.uint64), ("nblocks", np.int64), ("t_keys", np.uint64),
-                         ("t_bitmaps", np.uint64), ("counts", np.uint64)])
+#: bmsparse_transpose_counts(bitmaps | order, nblocks, counts): the bitmaps
+#: fixed, the rest per call
+_COUNTS_TAIL = np.dtype([("order", np.uint64), ("nblocks", np.int64), ("counts", np.uint64)])
 
 
-def _blocks_launch(keys: Any, bitmaps: Any, block: int) -> Any:
-    kernel = _kernels.get_kernel("transpose.cu", "bmsparse_transpose_blocks")
-    return _kernels.PreparedLaunch(kernel, (np.uint64(keys.data.ptr), np.uint64(bitmaps.data.ptr)),
-                                   _BLOCKS_TAIL, block=block)
+def _counts_launch(bitmaps: Any, block: int) -> Any:
+    kernel = _kernels.get_kernel("transpose.cu", "bmsparse_transpose_counts")
+    return _kernels.PreparedLaunch(kernel, (np.uint64(bitmaps.data.ptr),), _COUNTS_TAIL,
+                                   block=block)
 
 
-def _random_blocks(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-    keys = pack_keys(rng.integers(0, 1 << 20, n), rng.integers(0, 1 << 20, n))
-    return keys, rng.integers(1, 1 << 63, n, dtype=np.uint64)
-
-
-def _assert_blocks(keys, bitmaps, order, t_keys, t_bitmaps, counts) -> None:
-    np.testing.assert_array_equal(
-        t_keys.get(), pack_keys(block_cols_of(keys[order]), block_rows_of(keys[order])))
-    np.testing.assert_array_equal(t_bitmaps.get(), transpose_bitmaps(bitmaps[order]))
-    np.testing.assert_array_equal(counts.get(), popcount(bitmaps[order]))
+def _random_bitmaps(rng: np.random.Generator, n: int) -> np.ndarray:
+    return rng.integers(1, 1 << 63, n, dtype=np.uint64)
 
 
 @pytest.mark.gpu
@@ -84,18 +74,17 @@ def test_prepared_launch_packs_fixed_and_tail_arguments():
     import cupy
 
     rng = np.random.default_rng(5)
-    keys, bitmaps = _random_blocks(rng, 1000)
-    d_keys, d_bitmaps = cupy.asarray(keys), cupy.asarray(bitmaps)
-    launch = _blocks_launch(d_keys, d_bitmaps, 64)
+    bitmaps = _random_bitmaps(rng, 1000)
+    launch = _counts_launch(cupy.asarray(bitmaps), 64)
     stream = cupy.cuda.get_current_stream().ptr
-    for n in (1, 64, 1000):  # the fixed arguments stay, the tail changes per call
+    for n in (1, 64, 1000):  # the fixed argument stays, the tail changes per call
         order = rng.permutation(1000)[:n]
-        out = [cupy.full(n + 1, 7, dtype=dtype) for dtype in (cupy.uint64, cupy.uint64, cupy.int64)]
+        counts = cupy.full(n + 1, 7, dtype=cupy.int64)
         d_order = cupy.asarray(order)
-        launch(stream, -(-n // 64), (d_order.data.ptr, n, *(o.data.ptr for o in out)))
-        _assert_blocks(keys, bitmaps, order, *(o[:n] for o in out))
-        assert all(int(o[n]) == 7 for o in out)  # nothing past nblocks
-    launch(stream, 0, (0, 0, 0, 0, 0))  # an empty grid launches nothing
+        launch(stream, -(-n // 64), (d_order.data.ptr, n, counts.data.ptr))
+        np.testing.assert_array_equal(counts[:n].get(), popcount(bitmaps[order]))
+        assert int(counts[n]) == 7  # nothing past nblocks
+    launch(stream, 0, (0, 0, 0))  # an empty grid launches nothing
 
 
 @pytest.mark.gpu
@@ -106,18 +95,16 @@ def test_prepared_launch_from_threads_keeps_each_call_its_arguments():
 
     rng = np.random.default_rng(6)
     n = 4096
-    keys, bitmaps = _random_blocks(rng, n)
-    d_keys, d_bitmaps = cupy.asarray(keys), cupy.asarray(bitmaps)
-    launch = _blocks_launch(d_keys, d_bitmaps, 128)
+    bitmaps = _random_bitmaps(rng, n)
+    launch = _counts_launch(cupy.asarray(bitmaps), 128)
     orders = [rng.permutation(n) for _ in range(8)]
     d_orders = [cupy.asarray(order) for order in orders]
-    outs = [[cupy.zeros(n, dtype=cupy.uint64), cupy.zeros(n, dtype=cupy.uint64),
-             cupy.zeros(n, dtype=cupy.int64)] for _ in range(8)]
+    outs = [cupy.zeros(n, dtype=cupy.int64) for _ in range(8)]
     stream = cupy.cuda.get_current_stream().ptr
 
     def run(t):
         for _ in range(50):
-            launch(stream, n // 128, (d_orders[t].data.ptr, n, *(o.data.ptr for o in outs[t])))
+            launch(stream, n // 128, (d_orders[t].data.ptr, n, outs[t].data.ptr))
 
     threads = [threading.Thread(target=run, args=(t,)) for t in range(8)]
     for thread in threads:
@@ -126,4 +113,4 @@ def test_prepared_launch_from_threads_keeps_each_call_its_arguments():
         thread.join()
     cupy.cuda.Device().synchronize()
     for order, out in zip(orders, outs):
-        _assert_blocks(keys, bitmaps, order, *out)
+        np.testing.assert_array_equal(out.get(), popcount(bitmaps[order]))

@@ -75,7 +75,8 @@ def test_prepared_launch_packs_fixed_and_tail_arguments():
 
     rng = np.random.default_rng(5)
     bitmaps = _random_bitmaps(rng, 1000)
-    launch = _counts_launch(cupy.asarray(bitmaps), 64)
+    d_bitmaps = cupy.asarray(bitmaps)  # alive while the launch reads it
+    launch = _counts_launch(d_bitmaps, 64)
     stream = cupy.cuda.get_current_stream().ptr
     for n in (1, 64, 1000):  # the fixed argument stays, the tail changes per call
         order = rng.permutation(1000)[:n]
@@ -96,7 +97,8 @@ def test_prepared_launch_from_threads_keeps_each_call_its_arguments():
     rng = np.random.default_rng(6)
     n = 4096
     bitmaps = _random_bitmaps(rng, n)
-    launch = _counts_launch(cupy.asarray(bitmaps), 128)
+    d_bitmaps = cupy.asarray(bitmaps)
+    launch = _counts_launch(d_bitmaps, 128)
     orders = [rng.permutation(n) for _ in range(8)]
     d_orders = [cupy.asarray(order) for order in orders]
     outs = [cupy.zeros(n, dtype=cupy.int64) for _ in range(8)]

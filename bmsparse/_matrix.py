@@ -45,6 +45,10 @@ class _BlockArray:
                              f"arrays; assign a new array instead{hint}")
 
 
+#: the stored entries ``str(A)`` shows at most, as scipy.sparse's
+#: ``maxprint``: past it, the first and last half
+MAXPRINT = 50
+
 _ARRAY_DTYPES = {"keys": np.dtype(np.uint64), "bitmaps": np.dtype(np.uint64),
                  "offsets": np.dtype(np.int64)}
 
@@ -702,6 +706,46 @@ class BitmapMatrix(ElementwiseFunctions):
         return (f"<{self.shape[0]}x{self.shape[1]} BitmapMatrix of dtype {self.dtype.name} "
                 f"with {self.nnz} stored elements in {self.nblocks} {BLOCK}x{BLOCK} blocks, "
                 f"{where}>")
+
+    def __str__(self) -> str:
+        """The repr, then the stored entries as scipy.sparse prints them
+        (``(row, col)`` and the value, a tab between), in their stored
+        order: block by block, each block's entries row by row. Of more than
+        ``MAXPRINT`` (50), the first and last 25 with a ``:`` line between,
+        as scipy's; only the blocks holding them are read."""
+        lines = [repr(self)]
+        nnz = self.nnz
+        if nnz:
+            half = MAXPRINT // 2
+            spans = [(0, nnz)] if nnz <= MAXPRINT else [(0, half), (nnz - half, nnz)]
+            lines.append("  Coords\tValues")
+            for k, (start, stop) in enumerate(spans):
+                if k:
+                    lines.append("  :\t:")
+                # (str: format() of a NumPy float32 goes through a Python float)
+                lines += [f"  ({r}, {c})\t{v!s}" for r, c, v in self._host_entries(start, stop)]
+        return "\n".join(lines)
+
+    def _host_entries(self, start: int, stop: int) -> list[tuple[int, int, Any]]:
+        """Stored entries ``[start, stop)``, in the values' order, as
+        ``(row, col, value)`` on the host: the blocks holding them alone are
+        read (and copied from the GPU)."""
+        xp = self._xp()
+        offsets = self.offsets
+
+        def bound(at: int, side: str) -> Any:
+            return xp.searchsorted(offsets, xp.full(1, at, dtype=offsets.dtype), side=side)
+
+        # (two reads from the GPU: the blocks, then their first values)
+        lo, hi = xp.concatenate([bound(start, "right") - 1, bound(stop, "left")]).tolist()
+        first, last = offsets[[lo, hi]].tolist()
+        values = None if self.values is None else self.values[first:last]
+        part = BitmapMatrix._from_blocks(self.keys[lo:hi], self.bitmaps[lo:hi],
+                                         offsets[lo:hi + 1] - first, values, self.shape,
+                                         self.dtype, last - first).get()
+        rows, cols = part._coo_indices()
+        span = slice(start - first, stop - first)
+        return list(zip(rows[span].tolist(), cols[span].tolist(), part._data()[span]))
 
     def memory_usage(self) -> dict[str, int]:
         """Bytes held by each array, plus ``index`` and ``total``.

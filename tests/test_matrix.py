@@ -491,6 +491,67 @@ def test_repr(matrix, text):
     assert repr(matrix()) == text
 
 
+def _stored_order(entry: tuple[int, int]) -> tuple[int, int, int, int]:
+    """Where an entry lies in a BitmapMatrix's stored order: block by block
+    (block rows, then block columns), each block row by row."""
+    r, c = entry
+    return r // 8, c // 8, r % 8, c % 8
+
+
+def _printed_entries(lines: list[str]) -> list[tuple[tuple[int, int], str]]:
+    out = []
+    for line in lines:
+        coords, value = line.strip().split("\t")
+        r, c = coords.strip("()").split(", ")
+        out.append(((int(r), int(c)), value))
+    return out
+
+
+@pytest.mark.parametrize("case", [
+    ("float64", (10, 19), 6 / 190), ("float64", (100, 100), 0.1), ("bool", (60, 9), 0.2),
+    ("complex128", (9, 9), 0.6), ("int32", (40, 80), 0.0), ("float32", (51, 1), 1.0)],
+    ids=["few", "more-than-50", "bool", "complex", "empty", "exactly-51"])
+def test_str_prints_the_stored_entries_as_scipy(case, xp):
+    dtype, shape, density = case
+    want = sp.csr_array(random_matrix(shape, density, dtype, seed=21))
+    coo = want.tocoo()
+    values = dict(zip(zip(coo.row.tolist(), coo.col.tolist()), coo.data))
+    a = ours(want, xp)
+    text = str(a)
+    lines = text.split("\n")
+    assert lines[0] == repr(a)
+    if not values:
+        assert lines == [repr(a)]
+        return
+    assert lines[1] == "  Coords\tValues"
+    ordered = sorted(values, key=_stored_order)
+    if len(ordered) > 50:  # scipy's maxprint: the first and last 25
+        assert lines[27] == "  :\t:"
+        shown = ordered[:25] + ordered[-25:]
+        printed = _printed_entries(lines[2:27] + lines[28:])
+    else:
+        shown = ordered
+        printed = _printed_entries(lines[2:])
+    assert [p for p, _ in printed] == shown
+    # each value as scipy prints it: str() of the NumPy scalar
+    assert [v for _, v in printed] == [str(values[p]) for p in shown]
+
+
+def test_str_of_a_hypersparse_matrix_and_a_pattern(xp):
+    # only the blocks holding the shown entries are read: a shape of 2^35
+    # rows builds nothing per row
+    n = 2**35
+    rows = xp.asarray(np.array([0, n - 1, 5]))
+    cols = xp.asarray(np.array([n - 1, 0, 5]))
+    a = BitmapMatrix.from_coo(rows, cols, xp.asarray(np.array([1.5, -2.0, 0.25])), (n, n))
+    lines = str(a).split("\n")
+    assert lines[2:] == ["  (5, 5)\t0.25", "  (0, 34359738367)\t1.5",
+                         "  (34359738367, 0)\t-2.0"]
+    pattern = ours(sp.csr_array(np.eye(3, dtype=bool)), xp).T  # a lazy transpose
+    assert str(pattern).split("\n")[2:] == ["  (0, 0)\tTrue", "  (1, 1)\tTrue",
+                                            "  (2, 2)\tTrue"]
+
+
 @pytest.mark.parametrize("dense", [[[2.0]], [[0.0]], np.eye(3), np.zeros((1, 3)),
                                    np.zeros((0, 0))], ids=["1x1", "1x1-zero", "3x3", "1x3", "0x0"])
 def test_truth_value_as_scipy(dense):

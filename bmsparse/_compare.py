@@ -4,8 +4,8 @@ With a scalar or another sparse matrix the result is a bool (pattern)
 BitmapMatrix of the entries where the comparison holds. Where it holds for
 two zeros (``A == B``, ``A <= 1``, ``A != nan``) it holds at every entry
 neither operand stores, and the result is about dense: it is built anyway,
-with scipy's ``SparseEfficiencyWarning``, up to ``MAX_DENSE_ENTRIES``
-entries; beyond, a MemoryError (and no warning). With a dense array the
+with scipy's ``SparseEfficiencyWarning``, up to ``MAX_DENSE_BLOCKS``
+blocks; beyond, a MemoryError (and no warning). With a dense array the
 result is the dense comparison, as scipy's.
 
 The test runs on the stored values only: with a scalar, NumPy's or CuPy's
@@ -34,9 +34,10 @@ from ._sputils import upcast
 #: operator -> (function, the operator holding where it fails)
 OPS = {"==": (operator.eq, "!="), "!=": (operator.ne, "=="), "<": (operator.lt, ">="),
        ">": (operator.gt, "<="), "<=": (operator.le, ">"), ">=": (operator.ge, "<")}
-#: entries of the largest dense result built: 2**27 blocks, 3 GiB of keys,
-#: bitmaps and int64 offsets (24 bytes a block)
-MAX_DENSE_ENTRIES = 1 << 33
+#: blocks of the largest dense result built: 3 GiB of keys, bitmaps and
+#: int64 offsets (24 bytes a block; a pattern has no values). A bound on
+#: entries would let a thin shape through: 2^33 x 1 is 2^30 blocks of 8
+MAX_DENSE_BLOCKS = 1 << 27
 #: warnings.warn's stacklevel for the caller's comparison (_dense_warning,
 #: _with_scalar or _with_matrix, compare, BitmapMatrix's _compare, the operator)
 _CALLER = 6
@@ -57,7 +58,7 @@ def compare(a: BitmapMatrix, other: Any, op: str) -> Any:
         A sparse operand of another shape, or a dense one that does not
         broadcast to ``a.shape``.
     MemoryError
-        The result would be dense and larger than ``MAX_DENSE_ENTRIES``
+        The result would be dense and larger than ``MAX_DENSE_BLOCKS`` blocks
         (raised before scipy's ``SparseEfficiencyWarning``, which a result
         built gets).
     TypeError
@@ -187,10 +188,10 @@ def _bits_where(a: BitmapMatrix, flags: Any) -> Any:
 
 def _dense_warning(shape: tuple[int, int], op: str, what: str) -> None:
     """scipy's warning that the result is about dense, or a MemoryError past
-    ``MAX_DENSE_ENTRIES``, raised first (the warning would precede it, or
+    ``MAX_DENSE_BLOCKS``, raised first (the warning would precede it, or
     hide it where warnings are errors)."""
     m, n = shape
-    if m * n > MAX_DENSE_ENTRIES:
+    if nblocks_along(m) * nblocks_along(n) > MAX_DENSE_BLOCKS:
         raise MemoryError(
             f"the comparison with {op} holds at every entry not stored, so its result would "
             f"store all {m} x {n} entries; compare with {OPS[op][1]} instead (its result is "

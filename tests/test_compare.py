@@ -198,11 +198,16 @@ def test_dense_results_past_the_limit_are_refused(xp, monkeypatch):
     mat = ours(sp.csr_array((2**20, 2**20)), xp)
     with pytest.raises(MemoryError, match="compare with != instead"):
         compared("==", mat, 0)
-    monkeypatch.setattr(_compare, "MAX_DENSE_ENTRIES", 37 * 21 - 1)
+    # a thin shape of few entries a block: 2^33 x 1 is 2^30 blocks (24 GiB)
+    thin = BitmapMatrix((2**33, 1))
+    with pytest.raises(MemoryError, match="all 8589934592 x 1 entries"):
+        compared(">=", thin if xp is np else thin.to_device(), 0)
+    # "tall", 37 x 21, is 5 x 3 blocks
+    monkeypatch.setattr(_compare, "MAX_DENSE_BLOCKS", 5 * 3 - 1)
     a = ours(named("tall", "float64"), xp)
     with pytest.raises(MemoryError, match="all 37 x 21 entries; compare with > instead"):
         compared("<=", a, 1)
-    monkeypatch.setattr(_compare, "MAX_DENSE_ENTRIES", 37 * 21)
+    monkeypatch.setattr(_compare, "MAX_DENSE_BLOCKS", 5 * 3)
     check_pattern(compared("<=", a, 1), named("tall", "float64").toarray() <= 1)
 
 

@@ -1334,7 +1334,11 @@ class BitmapMatrix(ElementwiseFunctions):
                 *self._coo_indices(), xp.zeros(self.nnz, dtype=bool), self.shape)
         return self._with_values(self.astype(dtype, copy=False).values * dtype.type(alpha))
 
-    def __truediv__(self, other: Any) -> BitmapMatrix:
+    def __truediv__(self, other: Any) -> Any:
+        """``A / x``, as scipy's: by a scalar, a BitmapMatrix in float64
+        (complex stays complex); by a dense array, ``A.multiply(1 / x)``
+        (sparse); by a sparse matrix of A's shape, the dense quotient
+        (:meth:`_divide_sparse`)."""
         other = _as_operand(other)
         if _is_scalar(other):
             # as scipy: divide in float64 unless the dtype is complex
@@ -1343,9 +1347,38 @@ class BitmapMatrix(ElementwiseFunctions):
             return m._scale(1 / other)
         if _is_dense(other):
             return self.multiply(self._xp().divide(1, other))
-        if _as_sparse(other) is not None:
-            raise NotImplementedError("dividing by a sparse matrix is not supported")
+        sparse = _as_sparse(other)
+        if sparse is not None:
+            return self._divide_sparse(sparse)
         return NotImplemented
+
+    def __rtruediv__(self, other: Any) -> Any:
+        """``B / A`` for a scipy or cupyx sparse B (its own division does not
+        take a BitmapMatrix): as ``BitmapMatrix(B) / A``. A scalar or dense
+        array over a sparse matrix is refused (TypeError), as scipy's."""
+        sparse = None if isinstance(other, BitmapMatrix) else _as_sparse(other)
+        if sparse is not None:
+            return sparse._divide_sparse(self)
+        return NotImplemented
+
+    def _divide_sparse(self, other: BitmapMatrix) -> Any:
+        """``self / other`` of two sparse matrices of one shape: a dense
+        array (NumPy or CuPy, as the operands), as scipy's: every entry's
+        quotient, NaN where neither stores one and inf where only self does.
+        The numerator in float64 unless complex, as scipy's; the result's
+        dtype is then NumPy's (scipy keeps the numerator's, and drops a
+        complex denominator's imaginary part into a real one), and so is a
+        complex quotient by zero (NumPy's dense division: inf + infj or nan
+        + nanj, where scipy's is nan + nanj, or nan + 0j where neither
+        stores an entry)."""
+        if other.shape != self.shape:
+            raise ValueError(f"inconsistent shapes {self.shape} and {other.shape}")
+        xp = get_array_module(self._block_source().keys, other._block_source().keys)
+        numerator = self.toarray()
+        if np.can_cast(self.dtype, np.float64):
+            numerator = numerator.astype(np.float64, copy=False)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.true_divide(numerator, other.toarray())
 
     def power(self, n: Any, dtype: Any = None) -> BitmapMatrix:
         """Element-wise power of the stored values, as scipy's ``power``.

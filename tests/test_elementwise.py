@@ -269,11 +269,66 @@ def test_dense_that_broadcasts_the_matrix_raises():
         a.multiply(np.ones((4, 21)))
 
 
-def test_dividing_by_sparse_raises():
-    a = BitmapMatrix(named("tall", "float64"))
-    with pytest.raises(NotImplementedError, match="dividing by a sparse matrix is not "
-                       "supported"):
-        a / a
+@pytest.mark.parametrize("dtypes", [("float64", "float64"), ("int32", "int32"),
+                                    ("float32", "float32"), ("bool", "float64"),
+                                    ("int64", "float32"), ("complex128", "complex128")])
+def test_divide_by_sparse_is_dense_as_scipy(dtypes, xp):
+    # every entry's quotient: NaN where neither stores one (0 / 0), inf where
+    # only A does; stored zeros count as zeros
+    a = random_matrix((37, 21), 0.3, dtypes[0], seed=31)
+    b = random_matrix((37, 21), 0.3, dtypes[1], seed=32)
+    want = a / b
+    assert isinstance(want, np.ndarray)
+    got = ours(a, xp) / ours(b, xp)
+    assert isinstance(got, xp.ndarray)
+    assert got.dtype == want.dtype
+    assert np.isnan(want).any()
+    got = host(got)
+    if want.dtype.kind == "c":
+        # a complex x / 0 is NumPy's (inf + infj, nan + nanj), or CuPy's,
+        # where scipy's C++ division gives nan + nanj, or nan + 0j where
+        # neither stores; and NumPy's and CuPy's complex division round apart
+        finite = b.toarray() != 0
+        np.testing.assert_array_equal(np.isfinite(got), finite)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-15)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def test_divide_sparse_operands_of_either_kind(xp):
+    a = random_matrix((37, 21), 0.3, "float64", seed=33)
+    b = random_matrix((37, 21), 0.3, "float64", seed=34)
+    want = a / b
+    if xp is np:
+        theirs_a, theirs_b = a, b
+    else:
+        import cupyx.scipy.sparse as csp
+
+        theirs_a, theirs_b = csp.csr_matrix(a), csp.csr_matrix(b)
+    np.testing.assert_array_equal(host(ours(a, xp) / theirs_b), want)
+    np.testing.assert_array_equal(host(theirs_a / ours(b, xp)), want)
+
+
+def test_divide_by_a_complex_sparse_matrix_keeps_numpys_dtype(xp):
+    # scipy writes the quotient into the real numerator's dtype (dropping the
+    # imaginary part); NumPy's promotion gives complex
+    a = random_matrix((9, 9), 0.5, "float64", seed=35)
+    b = random_matrix((9, 9), 0.5, "complex128", seed=36)
+    got = ours(a, xp) / ours(b, xp)
+    assert got.dtype == np.complex128
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = a.toarray() / b.toarray()
+    np.testing.assert_allclose(host(got), want, rtol=1e-15, equal_nan=True)
+
+
+def test_divide_by_sparse_checks_shapes_and_operands(xp):
+    a = ours(named("tall", "float64"), xp)
+    with pytest.raises(ValueError, match=r"inconsistent shapes \(37, 21\) and \(21, 37\)"):
+        a / a.T
+    # as scipy's: a scalar or a dense array over a sparse matrix is refused
+    for numerator in (2, xp.ones((37, 21))):
+        with pytest.raises(TypeError, match="unsupported operand"):
+            numerator / a
 
 
 @pytest.mark.gpu

@@ -1120,6 +1120,46 @@ class BitmapMatrix(ElementwiseFunctions):
         out[rows, cols] = self._data()
         return out
 
+    def reshape(self, *shape: Any, order: str = "C", copy: bool = False) -> BitmapMatrix:
+        """The same entries in a matrix of another shape, as scipy's: each
+        entry moves to the place of its position in row-major order
+        (``order="C"``) or column-major order (``"F"``). Stored zeros stay.
+
+        Parameters
+        ----------
+        *shape : (int, int) or two ints
+            One of them negative for "what is left", as scipy's.
+        order : {"C", "F"}
+        copy : bool
+            With the same shape: a copy rather than this matrix.
+
+        Raises
+        ------
+        ValueError
+            The sizes differ, the shape is not 2-D (a BitmapMatrix is a
+            matrix), two dimensions are unknown, the order is neither, or
+            the matrix has 2^63 entries or more (positions are int64).
+        """
+        target = _reshape_target(shape, self.shape)
+        if order not in ("C", "F"):
+            raise ValueError("'order' must be 'C' or 'F'")
+        if target == self.shape:
+            return self.copy() if copy else self
+        m, n = self.shape
+        if m * n >= 1 << 63:
+            raise ValueError(f"cannot reshape a {m} x {n} matrix: an entry's position would "
+                             "not fit in int64")
+        xp = self._xp()
+        if not m * n:
+            return BitmapMatrix.from_coo(xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=xp.int64),
+                                         self.values, target)
+        rows, cols = self._coo_indices()
+        if order == "C":
+            rows, cols = xp.divmod(rows * n + cols, target[1])
+        else:
+            cols, rows = xp.divmod(cols * m + rows, target[0])
+        return BitmapMatrix.from_coo(rows, cols, self.values, target)
+
     def transpose(self, axes: Any = None, copy: bool = False) -> BitmapMatrix:
         """The transpose, as a BitmapMatrix that shares this one's arrays until needed.
 
@@ -1887,6 +1927,31 @@ def _as_sparse(x: Any) -> BitmapMatrix | None:
 
 def _contiguous(x: Any) -> Any:
     return get_array_module(x).ascontiguousarray(x)
+
+
+def _reshape_target(args: tuple[Any, ...], current: tuple[int, int]) -> tuple[int, int]:
+    """``reshape``'s arguments (a shape, or its dimensions) as the new shape,
+    a negative dimension taking what is left, as scipy's; ValueError, with
+    NumPy's and scipy's words, where none fits."""
+    shape = args[0] if len(args) == 1 and not isinstance(args[0], numbers.Integral) else args
+    try:
+        dims = [operator_index(d, "a dimension") for d in shape]
+    except TypeError:
+        raise TypeError(f"shape must be a tuple of integers, got {shape!r}") from None
+    if len(dims) != 2:
+        raise ValueError(f"a BitmapMatrix is 2-D: cannot reshape it to {len(dims)} "
+                         "dimensions")
+    size = current[0] * current[1]
+    unknown = [i for i, d in enumerate(dims) if d < 0]
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if unknown:
+        known = dims[1 - unknown[0]]
+        if known and not size % known:
+            dims[unknown[0]] = size // known
+    if min(dims) < 0 or dims[0] * dims[1] != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(shape)}")
+    return check_shape(dims)
 
 
 def _check_not_0d(name: str, x: Any) -> None:

@@ -491,6 +491,42 @@ def test_repr(matrix, text):
     assert repr(matrix()) == text
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("case", [
+    ((37, 21), "float64", (21, 37)), ((37, 21), "int32", ((3, 259),)),
+    ((37, 21), "bool", (-1, 7)), ((37, 21), "complex128", ((777, -1),)),
+    ((16, 16), "float32", (1, 256)), ((1, 70), "float64", (70, 1)), ((0, 5), "float64", (5, 0))],
+    ids=["transposed-shape", "wide", "pattern-inferred", "one-column-inferred", "to-a-row",
+         "row-to-column", "empty"])
+def test_reshape_as_scipy(case, order, xp):
+    shape, dtype, args = case
+    a = random_matrix(shape, 0.3, dtype, seed=41)  # stored zeros included
+    want = sp.csr_array(a.reshape(*args, order=order))
+    got = ours(a, xp).reshape(*args, order=order)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+def test_reshape_checks_its_arguments(xp):
+    a = ours(random_matrix((3, 4), 0.5, "float64", seed=42), xp)
+    assert a.reshape(3, 4) is a and a.reshape((3, 4), copy=True) is not a
+    for args, message in [(((5, 3),), r"cannot reshape array of size 12 into shape \(5, 3\)"),
+                          (((-1, -1),), "can only specify one unknown dimension"),
+                          (((-1, 5),), r"size 12 into shape \(-1, 5\)"),
+                          (((12,),), "2-D: cannot reshape it to 1 dimensions"),
+                          ((2, 2, 3), "2-D: cannot reshape it to 3 dimensions"),
+                          (((2**36, 0),), "size 12")]:
+        with pytest.raises(ValueError, match=message):
+            a.reshape(*args)
+    with pytest.raises(ValueError, match="'order' must be 'C' or 'F'"):
+        a.reshape(2, 6, order="A")
+    with pytest.raises(TypeError, match="shape must be a tuple of integers"):
+        a.reshape(2.0, 6)
+    # positions past int64: 2^35 x 2^28 entries
+    with pytest.raises(ValueError, match="would not fit in int64"):
+        BitmapMatrix((2**35, 2**28)).reshape(2**28, 2**35)
+
+
 def _stored_order(entry: tuple[int, int]) -> tuple[int, int, int, int]:
     """Where an entry lies in a BitmapMatrix's stored order: block by block
     (block rows, then block columns), each block row by row."""

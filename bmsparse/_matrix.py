@@ -1396,7 +1396,7 @@ class BitmapMatrix(ElementwiseFunctions):
         """``B / A`` for a scipy or cupyx sparse B (its own division does not
         take a BitmapMatrix): as ``BitmapMatrix(B) / A``. A scalar or dense
         array over a sparse matrix is refused (TypeError), as scipy's."""
-        sparse = None if isinstance(other, BitmapMatrix) else _as_sparse(other)
+        sparse = _as_sparse(other)
         if sparse is not None:
             return sparse._divide_sparse(self)
         return NotImplemented

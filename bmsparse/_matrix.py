@@ -272,6 +272,11 @@ class BitmapMatrix(ElementwiseFunctions):
     def _arrays(self) -> tuple[Any, Any, Any, Any]:
         source = self._transpose_of
         if source is not None:
+            if source._shape[::-1] != self._shape:
+                raise ValueError(f"this lazy transpose of a {self._shape[1]} x "
+                                 f"{self._shape[0]} matrix was taken before the matrix was "
+                                 f"resized to {source._shape[0]} x {source._shape[1]}: "
+                                 "take A.T again")
             # the source is never a lazy transpose itself (A.T.T is A): its
             # arrays are read directly, and a pattern matrix's unknown nnz is
             # bounded instead of counted (a sync)
@@ -1159,6 +1164,35 @@ class BitmapMatrix(ElementwiseFunctions):
         else:
             cols, rows = xp.divmod(cols * m + rows, target[0])
         return BitmapMatrix.from_coo(rows, cols, self.values, target)
+
+    def resize(self, *shape: Any) -> None:
+        """Change the shape in place, as scipy's: entries inside the new
+        shape stay where they are (stored zeros too), those outside go.
+
+        A lazy transpose taken before (``A.T`` whose blocks are not made
+        yet) raises when its blocks are needed afterwards: take ``A.T``
+        again (scipy's keeps the matrix as it was).
+
+        Raises
+        ------
+        ValueError
+            The shape is not a pair of non-negative integers up to 2^35.
+        """
+        target = check_shape(shape[0] if len(shape) == 1 else shape)
+        self._arrays()  # a lazy transpose's own blocks first
+        m, n = self.shape
+        if target == (m, n):
+            return
+        if target[0] < m or target[1] < n:
+            from ._select import crop
+
+            cropped = crop(self, target)
+            for attr, array in zip(("_keys", "_bitmaps", "_offsets", "_values"),
+                                   (cropped.keys, cropped.bitmaps, cropped.offsets,
+                                    cropped.values)):
+                self._store(attr, array)
+        self._shape = target
+        self._cache.clear()
 
     def transpose(self, axes: Any = None, copy: bool = False) -> BitmapMatrix:
         """The transpose, as a BitmapMatrix that shares this one's arrays until needed.

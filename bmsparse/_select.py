@@ -113,6 +113,46 @@ def _triangle(a: Any, k: Any, lower: bool) -> BitmapMatrix:
     return BitmapMatrix._from_blocks(*blocks, a.shape)
 
 
+#: ``_ROW_MASKS[k]``: the bits of a block's first k rows; ``_COL_MASKS[k]``:
+#: of its first k columns (k in [0, 8])
+_ROW_MASKS = np.array([(1 << (BLOCK * k)) - 1 for k in range(BLOCK + 1)], dtype=np.uint64)
+_COL_MASKS = np.array([((1 << k) - 1) * 0x0101010101010101 for k in range(BLOCK + 1)],
+                      dtype=np.uint64)
+
+
+def within_bitmaps(keys: Any, bitmaps: Any, shape: tuple[int, int]) -> Any:
+    """The bits of each block inside ``shape``: entries (i, j) with i < m
+    and j < n (blocks past it come out empty).
+
+    Parameters
+    ----------
+    keys, bitmaps : uint64 [nblocks]
+    shape : (m, n)
+
+    Returns
+    -------
+    uint64 [nblocks]
+    """
+    xp = get_array_module(keys, bitmaps)
+    m, n = shape
+    # (block indices are below 2^32: 8 times one fits in int64)
+    rows = xp.clip(m - (block_rows_of(keys) << 3), 0, BLOCK)
+    cols = xp.clip(n - (block_cols_of(keys) << 3), 0, BLOCK)
+    return bitmaps & xp.asarray(_ROW_MASKS)[rows] & xp.asarray(_COL_MASKS)[cols]
+
+
+def crop(a: BitmapMatrix, shape: tuple[int, int]) -> BitmapMatrix:
+    """``a``'s entries inside ``shape`` (stored zeros included), as a matrix
+    of that shape: ``resize``'s when it shrinks."""
+    kept = within_bitmaps(a.keys, a.bitmaps, shape)
+    if a.values is None:
+        return pattern(a.keys, kept, shape)
+    from .spgemm import compact
+
+    return BitmapMatrix._from_blocks(
+        *compact.compact(a.keys, a.bitmaps, a.offsets, a.values, kept, 1), shape)
+
+
 def pattern(keys: Any, bitmaps: Any, shape: tuple[int, int],
             nnz: int | None = None) -> BitmapMatrix:
     """The bool (pattern) matrix of blocks ``keys`` with ``bitmaps``, some

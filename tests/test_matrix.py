@@ -527,6 +527,52 @@ def test_reshape_checks_its_arguments(xp):
         BitmapMatrix((2**35, 2**28)).reshape(2**28, 2**35)
 
 
+@pytest.mark.parametrize("shape", [(30, 15), (50, 30), (37, 5), (40, 10), (0, 21), (8, 8),
+                                   (37, 21)])
+@pytest.mark.parametrize("dtype", ["float64", "bool", "complex128"])
+def test_resize_in_place_as_scipy(shape, dtype, xp):
+    a = random_matrix((37, 21), 0.3, dtype, seed=43)  # stored zeros included
+    want = a.copy()
+    want.resize(shape)
+    got = ours(a, xp)
+    assert got.resize(*shape) is None
+    assert got.shape == shape and got.dtype == want.dtype
+    got.check_format(full_check=True)
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
+def test_resize_drops_what_a_matrix_derived_and_guards_lazy_transposes(xp):
+    a = random_matrix((37, 21), 0.3, "float64", seed=44)
+    m = ours(a, xp)
+    x = xp.asarray(np.arange(37.0))
+    m.T @ x  # noqa: B018 - derives and keeps the column order
+    made = m.T
+    made.keys  # noqa: B018 - its blocks made now
+    lazy = m.T
+    m.resize((20, 30))
+    want = a.copy()
+    want.resize((20, 30))
+    # the column order was made again for the new shape: as a new matrix's
+    got = host(m.T @ x[:20])
+    np.testing.assert_array_equal(got, host(ours(want, xp).T @ x[:20]))
+    np.testing.assert_allclose(got, want.T @ np.arange(20.0), rtol=1e-12)
+    # a transpose made before keeps the matrix as it was, as scipy's
+    assert_same_csr(made.get().to_scipy(), sp.csr_array(a.T), rtol=0)
+    with pytest.raises(ValueError, match="taken before the matrix was resized to 20 x 30"):
+        lazy.toarray()
+    m.T.resize((10, 3))  # a lazy transpose resizes its own blocks
+    with pytest.raises(ValueError, match="shape must be"):
+        m.resize((-1, 3))
+    # to 2^35 rows (scipy's, or a CSR's, row pointer would take 256 GiB):
+    # nothing per row; the blocks are those of the 20 x 3 crop
+    want.resize((20, 3))
+    m.resize(2**35, 3)
+    assert m.shape == (2**35, 3)
+    crop = BitmapMatrix(want)
+    for name in ("keys", "bitmaps", "offsets", "values"):
+        np.testing.assert_array_equal(host(getattr(m, name)), getattr(crop, name))
+
+
 def _stored_order(entry: tuple[int, int]) -> tuple[int, int, int, int]:
     """Where an entry lies in a BitmapMatrix's stored order: block by block
     (block rows, then block columns), each block row by row."""

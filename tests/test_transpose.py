@@ -389,7 +389,8 @@ def test_warp_blocks_hold_about_warp_values(nblocks, nvalues, want):
 def _value_counts_matrix(dtype: str, seed: int) -> sp.csr_array:
     """Blocks of every value count from 1 to 64, a run of 70 full blocks and
     blocks of one value between them, on a diagonal of blocks with a few
-    blocks off it: a warp's 32 output blocks hold from 32 to 2,048 values."""
+    blocks off it: 1,224 blocks of 33 values on average, so the last pass
+    takes runs of 4 blocks (warp_blocks), of 4 to 256 values each."""
     rng = np.random.default_rng(seed)
     counts = np.concatenate([np.arange(1, 65), np.full(70, 64), np.ones(40, int),
                              rng.integers(1, 65, 1_000)])
@@ -414,16 +415,17 @@ def _value_counts_matrix(dtype: str, seed: int) -> sp.csr_array:
 @pytest.mark.parametrize("path", ["one launch", "two kernels"])
 @pytest.mark.parametrize("dtype", ["int32", "float64", "complex128"])
 def test_values_move_by_warps_of_every_load(dtype, path, grid, monkeypatch):
-    # the values pass: a warp takes 32 output blocks at a time, a value a
-    # lane, 4 loads in flight a lane; with one thread block of the bucket
-    # kernel (512 threads) each warp takes three runs of 32 blocks
+    # the last pass: a warp takes a run of output blocks at a time, writes
+    # them, and moves their values a value a lane, 4 loads in flight a lane;
+    # with one thread block of the bucket kernel (16 warps) each warp takes
+    # about 19 runs
     from bmsparse import _kernels
 
     monkeypatch.setattr(transpose, "TILE_COLUMNS", 0)
     if path == "two kernels":
         monkeypatch.setattr(transpose, "_one_launch", lambda *args: False)
         if grid != "resident":
-            pytest.skip("the two-kernel path launches a thread per block")
+            pytest.skip("the two-kernel path launches a warp per run")
     elif grid != "resident":
         monkeypatch.setattr(_kernels, "resident_blocks", lambda *args: 1)
     a = BitmapMatrix(_value_counts_matrix(dtype, seed=13))

@@ -250,6 +250,14 @@ class BitmapMatrix(ElementwiseFunctions):
         # order) or from every array (a small B's scalar rows): all of it goes
         self._cache.clear()
 
+    def _store_blocks(self, keys: Any, bitmaps: Any, offsets: Any, values: Any) -> None:
+        """Replace all four block arrays by consistent ones this library made:
+        stored without the setters' checks (and their sync); the values
+        last, the count follows them."""
+        for attr, array in zip(("_keys", "_bitmaps", "_offsets", "_values"),
+                               (keys, bitmaps, offsets, values)):
+            self._store(attr, array)
+
     def _set(self, keys: Any, bitmaps: Any, offsets: Any, values: Any,
              shape: tuple[int, int], dtype: np.dtype, nnz: int | None) -> None:
         self._keys, self._bitmaps, self._offsets, self._values = keys, bitmaps, offsets, values
@@ -828,10 +836,7 @@ class BitmapMatrix(ElementwiseFunctions):
         zeros = (values == 0).sum(dtype=np.int64).reshape(1)
         blocks = compact.compact(self.keys, self.bitmaps, self.offsets, values, None, zeros)
         if blocks[3] is not values:
-            # the compaction's arrays, consistent: stored without the setters'
-            # checks (and their sync); the values last, the count follows them
-            for attr, array in zip(("_keys", "_bitmaps", "_offsets", "_values"), blocks):
-                self._store(attr, array)
+            self._store_blocks(*blocks)
 
     def setdiag(self, values: Any, k: int = 0) -> None:
         """Set the entries of diagonal ``k``, in place, as scipy's.
@@ -886,9 +891,7 @@ class BitmapMatrix(ElementwiseFunctions):
                                   xp.concatenate([self._data()[kept],
                                                   new.astype(self.dtype, copy=False)]),
                                   self.shape)
-        for attr, array in zip(("_keys", "_bitmaps", "_offsets", "_values"),
-                               (a.keys, a.bitmaps, a.offsets, a.values)):
-            self._store(attr, array)
+        self._store_blocks(*a._arrays())
 
     # --- conversions -------------------------------------------------------
 
@@ -1186,11 +1189,7 @@ class BitmapMatrix(ElementwiseFunctions):
         if target[0] < m or target[1] < n:
             from ._select import crop
 
-            cropped = crop(self, target)
-            for attr, array in zip(("_keys", "_bitmaps", "_offsets", "_values"),
-                                   (cropped.keys, cropped.bitmaps, cropped.offsets,
-                                    cropped.values)):
-                self._store(attr, array)
+            self._store_blocks(*crop(self, target)._arrays())
         self._shape = target
         self._cache.clear()
 

@@ -103,14 +103,19 @@ def _triangle(a: Any, k: Any, lower: bool) -> BitmapMatrix:
         k = operator.index(k)
     except TypeError:
         raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
-    kept = triangle_bitmaps(a.keys, a.bitmaps, k, lower)
+    return _keep_bits(a, triangle_bitmaps(a.keys, a.bitmaps, k, lower), a.shape)
+
+
+def _keep_bits(a: BitmapMatrix, kept: Any, shape: tuple[int, int]) -> BitmapMatrix:
+    """The entries of ``a`` whose bits ``kept`` (uint64 [nblocks], a subset
+    of its bitmaps) holds, stored zeros included, as a matrix of ``shape``:
+    the values by SpGEMM's compaction, empty blocks dropped."""
     if a.values is None:
-        return pattern(a.keys, kept, a.shape)
+        return pattern(a.keys, kept, shape)
     from .spgemm import compact
 
-    # (the compaction keeps the entries of `kept`, stored zeros included)
-    blocks = compact.compact(a.keys, a.bitmaps, a.offsets, a.values, kept, 1)
-    return BitmapMatrix._from_blocks(*blocks, a.shape)
+    return BitmapMatrix._from_blocks(
+        *compact.compact(a.keys, a.bitmaps, a.offsets, a.values, kept, 1), shape)
 
 
 #: ``_ROW_MASKS[k]``: the bits of a block's first k rows; ``_COL_MASKS[k]``:
@@ -144,13 +149,7 @@ def within_bitmaps(keys: Any, bitmaps: Any, shape: tuple[int, int]) -> Any:
 def crop(a: BitmapMatrix, shape: tuple[int, int]) -> BitmapMatrix:
     """``a``'s entries inside ``shape`` (stored zeros included), as a matrix
     of that shape: ``resize``'s when it shrinks."""
-    kept = within_bitmaps(a.keys, a.bitmaps, shape)
-    if a.values is None:
-        return pattern(a.keys, kept, shape)
-    from .spgemm import compact
-
-    return BitmapMatrix._from_blocks(
-        *compact.compact(a.keys, a.bitmaps, a.offsets, a.values, kept, 1), shape)
+    return _keep_bits(a, within_bitmaps(a.keys, a.bitmaps, shape), shape)
 
 
 def pattern(keys: Any, bitmaps: Any, shape: tuple[int, int],

@@ -393,8 +393,8 @@ def _join_blocks(xp: Any, parts: list[tuple[BitmapMatrix, int, int]], shape: tup
     (concatenated); side by side, the blocks are sorted by key and their
     runs of values moved with them."""
     pattern = dtype == np.bool_
-    values = None if pattern else xp.concatenate(
-        [xp.zeros(0, dtype=dtype)] + [m._data().astype(dtype, copy=False) for m, _, _ in parts])
+    values = None if pattern else _concatenate(
+        xp, dtype, [m._data().astype(dtype, copy=False) for m, _, _ in parts])
     bases = _starts([m.nnz for m, _, _ in parts])
     keys = _concatenate(xp, xp.uint64, [m.keys + _shift(r, c) for m, r, c in parts])
     bitmaps = _concatenate(xp, xp.uint64, [m.bitmaps for m, _, _ in parts])

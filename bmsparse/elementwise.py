@@ -260,8 +260,8 @@ def _merge_cuda(a_blocks, b_blocks, op, combine, stages=False, check_finite=Fals
     flag = _readback.host_flag() if check_finite else None  # cleared
     flag_ptr = 0 if flag is None else flag.ptr
     if check_finite and flag is None:
-        work.memset_async(8 * nwork, 8)
         flag_ptr = work.ptr + 8 * nwork
+        (work + 8 * nwork).memset_async(0, 8)
     na, nb = a_blocks[0].shape[0], b_blocks[0].shape[0]
     null = 0
     # the operands' arrays are their own, contiguous (a BitmapMatrix's)

@@ -681,6 +681,45 @@ def test_finite_values_that_sum_past_the_largest_float_take_the_exact_test(dtype
     assert_same_csr(got.get().to_scipy(), want)
 
 
+@pytest.mark.gpu
+def test_product_checks_values_with_a_device_flag(monkeypatch):
+    # a device that cannot write host memory (no host words, no host flag):
+    # the inf / NaN flag is a word of the launch's scratch, read with C's
+    # sizes, and cleared first (scratch is filled with ones here, as a
+    # reused pool block may hold anything)
+    import cupy
+
+    from bmsparse import _readback
+
+    monkeypatch.setattr(_readback, "_maps_host_memory", lambda device: False)
+    alloc = cupy.cuda.alloc
+
+    def dirty(size):
+        memory = alloc(size)
+        memory.memset(0xFF, size)
+        return memory
+
+    monkeypatch.setattr(cupy.cuda, "alloc", dirty)
+    unions = []
+    merge = elementwise._merge_cuda
+
+    def spy(a_blocks, b_blocks, op, combine, *args, **kwargs):
+        unions.append(combine == elementwise.OR)
+        return merge(a_blocks, b_blocks, op, combine, *args, **kwargs)
+
+    monkeypatch.setattr(elementwise, "_merge_cuda", spy)
+    a, b = named("tall", "float64"), named("tall", "float64", seed=1)
+    got = ours(a, cupy).multiply(ours(b, cupy))
+    assert unions == [False]  # finite values: no second merge as a union
+    assert_same_csr(got.get().to_scipy(), sp.csr_array(a.multiply(b)), rtol=0)
+    a.data[0] = np.inf
+    got = ours(a, cupy).multiply(ours(b, cupy))
+    assert unions == [False, False, True]
+    with np.errstate(invalid="ignore"):
+        want = sp.csr_array(a.multiply(b))
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
 def test_pattern_times_dense_complex_multiplies_as_numpy(xp):
     # a bool matrix's entries are True: True * (inf + 1j) is inf + nanj in
     # NumPy and scipy (and in our scalar product), not inf + 1j

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import struct
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -260,14 +261,20 @@ def launch(kernel: Any, n: int, args: tuple[Any, ...], block: int = 256,
         kernel((grid,), (block,), args, shared_mem=shared_mem)
 
 
+#: struct's codes of the tail fields PreparedLaunch packs without NumPy
+#: (little-endian 8-byte integers; the GPUs CUDA runs on are little-endian)
+_PACK_CODES = {"u8": "Q", "i8": "q"}
+
+
 class PreparedLaunch:
     """Launches of ``kernel`` whose arguments are packed in one buffer kept
     with it, through the driver (``cuLaunchKernel``) rather than CuPy's
     RawKernel call.
 
     CuPy builds an object per argument at each call; here a call writes its
-    arguments into the buffer (NumPy's conversion of one tuple) and makes
-    one driver call. The first arguments, ``fixed``, are packed once.
+    arguments into the buffer (``struct.pack_into`` of one tuple where they
+    are all 8-byte integers, else NumPy's record assignment) and makes one
+    driver call. The first arguments, ``fixed``, are packed once.
 
     Parameters
     ----------
@@ -292,7 +299,7 @@ class PreparedLaunch:
     """
 
     __slots__ = ("name", "block", "shared_mem", "_function", "_context", "_cooperative",
-                 "_tail", "_pointers", "_buffers", "_lock")
+                 "_tail", "_pack", "_tail_at", "_pointers", "_buffers", "_lock")
 
     def __init__(self, kernel: Any, fixed: tuple[Any, ...], tail: np.dtype, block: int = 256,
                  shared_mem: int = 0, cooperative: bool = False) -> None:
@@ -319,6 +326,13 @@ class PreparedLaunch:
             item = np.asarray(a).reshape(1).view(np.uint8)
             raw[8 * start:8 * start + item.size] = item
         self._tail = params[starts[-1]:].view(tail)
+        # a tail of 8-byte integers is packed by struct: 0.3-2 us less per call
+        # than NumPy's record assignment (a device host: SpMV's 3 fields, the
+        # transpose's 16-20 and the merge's 21)
+        codes = "".join(_PACK_CODES.get(tail.fields[n][0].str[1:], "?") for n in tail.names)
+        self._pack = None if "?" in codes or tail.itemsize != 8 * len(codes) \
+            else struct.Struct("<" + codes).pack_into
+        self._tail_at = 8 * starts[-1]
         base = params.ctypes.data
         addresses = [base + 8 * s for s in starts[:-1]]
         addresses += [base + 8 * starts[-1] + tail.fields[n][1] for n in tail.names]
@@ -341,7 +355,10 @@ class PreparedLaunch:
             _CONTEXT[1](self._context)
         try:
             with self._lock:
-                self._tail[0] = tail
+                if self._pack is not None:
+                    self._pack(self._buffers[0], self._tail_at, *tail)
+                else:
+                    self._tail[0] = tail
                 if self._cooperative:
                     _LAUNCH_COOPERATIVE(self._function, grid, 1, 1, self.block, 1, 1,
                                         self.shared_mem, stream, self._pointers)

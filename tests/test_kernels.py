@@ -54,6 +54,43 @@ def test_prepared_launch_refuses_a_tail_off_8_bytes(tail):
         _kernels.PreparedLaunch(_NamedKernel(), (), tail)
 
 
+class _Function:
+    ptr = 0
+
+
+class _LoadedKernel(_NamedKernel):
+    kernel = _Function()
+
+
+@pytest.mark.parametrize("tail,values", [
+    # 8-byte integers (struct packs them), the extremes of each
+    (np.dtype([("p", np.uint64), ("n", np.int64), ("q", np.uint64)]),
+     (2**64 - 1, -2**63, 12345)),
+    # a float among them (NumPy's record assignment packs them)
+    (np.dtype([("p", np.uint64), ("f", np.float64), ("n", np.int64)]), (7, -0.5, -3)),
+])
+def test_prepared_launch_hands_the_driver_each_argument(monkeypatch, tail, values):
+    # what the driver reads: argument i at the i-th address of the pointer
+    # array, the fixed arguments first; each call's tail replaces the last's
+    import ctypes
+
+    seen = []
+
+    def driver(function, gx, gy, gz, bx, by, bz, shared, stream, pointers, extra):
+        addresses = np.ctypeslib.as_array(
+            (ctypes.c_uint64 * (1 + len(tail.names))).from_address(pointers))
+        seen.append([bytes((ctypes.c_char * 8).from_address(int(a))) for a in addresses])
+
+    monkeypatch.setattr(_kernels, "_LAUNCH_KERNEL", driver)
+    monkeypatch.setattr(_kernels, "_CONTEXT", (lambda: 1, lambda context: None))
+    monkeypatch.setattr(_kernels, "_allow_shared", lambda kernel, shared_mem: None)
+    launch = _kernels.PreparedLaunch(_LoadedKernel(), (np.int64(-9),), tail)
+    launch(0, 1, tuple(0 for _ in values))
+    launch(0, 1, values)
+    want = [np.array(v, dtype=tail.fields[n][0]).tobytes() for n, v in zip(tail.names, values)]
+    assert seen[-1] == [np.int64(-9).tobytes(), *want]
+
+
 #: bmsparse_transpose_counts(bitmaps | order, nblocks, counts): the bitmaps
 #: fixed, the rest per call
 _COUNTS_TAIL = np.dtype([("order", np.uint64), ("nblocks", np.int64), ("counts", np.uint64)])

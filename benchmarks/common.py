@@ -9,7 +9,7 @@ is the one measured.
 What lives here:
 
 - the device: :func:`detect_device` (GPU through CuPy, else the CPU path with
-  the NumPy twins);
+  the NumPy twins), and :func:`pin_host` (a GPU run on the fastest host core);
 - timing: :class:`Clock` (CUDA events for CuPy and torch, ``perf_counter`` on
   the host) and :func:`time_call` / :func:`time_stages` (warm-up runs, then the
   median of ``repeat`` runs);
@@ -101,6 +101,9 @@ def add_timing_args(p: Any) -> None:
     p.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
     p.add_argument("--cpu", action="store_true", help="run the CPU path even with a GPU")
     p.add_argument("--json", metavar="FILE", help="write every result here")
+    p.add_argument("--no-pin", action="store_true",
+                   help="leave the process on the host cores the OS gives it (a GPU run "
+                   "otherwise pins itself to the core that runs Python fastest)")
 
 
 def check_timing_args(p: Any, args: Any) -> None:
@@ -147,6 +150,61 @@ def detect_device(force_cpu: bool = False) -> Device:
     except Exception:  # the name is informational only
         name = "CUDA device"
     return Device(True, name)
+
+
+#: a pass of the host-speed calibration: this many runs of a Python loop per core
+PIN_RUNS = 15
+
+
+def _python_loop() -> int:
+    total = 0
+    for i in range(2000):
+        total += i
+    return total
+
+
+def _core_speeds(cores: Sequence[int]) -> dict[int, float]:
+    """Microseconds of :func:`_python_loop` on each core: the slower of two
+    passes' medians, so that a core idle for one pass only does not win."""
+    speeds: dict[int, float] = {}
+    for _ in range(2):
+        for core in cores:
+            os.sched_setaffinity(0, {core})
+            _python_loop()  # (the move to the core, then its caches)
+            runs = []
+            for _ in range(PIN_RUNS):
+                start = time.perf_counter()
+                _python_loop()
+                runs.append((time.perf_counter() - start) * 1e6)
+            speeds[core] = max(speeds.get(core, 0.0), statistics.median(runs))
+    return speeds
+
+
+def pin_host(wanted: bool) -> str | None:
+    """Pin this process to the host core that runs Python fastest, where
+    ``wanted`` (a GPU run without ``--no-pin``) and the OS allows it; a note
+    for the report, None where nothing was done.
+
+    Both sides of a GPU comparison spend much of a small operation's time in
+    Python on one core, and on shared hosts some cores run at half speed
+    (a device host, session 48: 4 of 16 cores took 1.5-2x as long for the
+    same loop, and a process's host time moved with the core it ran on).
+    Pinning both sides to one fast core keeps that out of the ratios.
+    """
+    if not wanted or not hasattr(os, "sched_setaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        return None
+    try:
+        speeds = _core_speeds(allowed)
+    except OSError:  # a core that went away, or a sandbox that refuses
+        os.sched_setaffinity(0, allowed)
+        return None
+    best = min(allowed, key=lambda core: (speeds[core], core))
+    os.sched_setaffinity(0, {best})
+    return (f"host: pinned to core {best} of {len(allowed)} (a Python loop {speeds[best]:.0f} "
+            f"us there; the slowest core {max(speeds.values()):.0f} us); --no-pin to leave it")
 
 
 def free_memory() -> None:

@@ -261,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         report.line(f"bmsparse graph benchmark, CPU path ({device.note}): NumPy twins, "
                     f"host clock, median of {args.repeat} after {args.warmup} warm-up runs")
+    pinned = common.pin_host(device.gpu and not args.no_pin)
+    if pinned:
+        notes.append(pinned)
     if not common.begin(report, notes, todo, "graph.py", "graph"):
         return 1
     rows = common.run_each(todo, run_one, side, args, max_multiplies)

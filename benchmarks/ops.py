@@ -177,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     report.line(f"bmsparse operations on {where} against {peer}, float64; "
                 f"median of {args.repeat} after {args.warmup} warm-up runs, "
                 "the two sides taking turns")
+    pinned = common.pin_host(device.gpu and not args.no_pin)
+    if pinned:
+        notes.append(pinned)
     if not common.begin(report, notes, todo, "ops.py"):
         return 1
     rows: list[dict[str, Any]] = []

@@ -218,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.strategy != "auto":
         report.line(f"note: strategy forced to {args.strategy}"
                     + ("" if device.gpu else " (no effect on the CPU path: it has one)"))
+    pinned = common.pin_host(device.gpu and not args.no_pin)
+    if pinned:
+        notes.append(pinned)
     if not common.begin(report, notes, todo, "suite.py"):
         return 1
 

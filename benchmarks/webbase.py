@@ -231,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     if device.gpu:
         report.line(f"device: {device.name} (CuPy; times from CUDA events, median of {repeat} "
                     f"after {warmup} warm-up runs)")
+        pinned = common.pin_host(not args.no_pin)
+        if pinned:
+            report.line(pinned)
     else:
         why = f" ({device.note})" if device.note else ""
         scale_note = (f"; surrogate at scale {scale:g}"

@@ -511,3 +511,45 @@ def test_the_package_on_pythonpath_is_the_one_measured(tmp_path):
                           env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "the tree on PYTHONPATH" in done.stderr
+
+
+def test_pin_host_does_nothing_unless_wanted():
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    assert common.pin_host(False) is None
+    if before is not None:
+        assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_pin_host_takes_the_fastest_allowed_core(monkeypatch):
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one core: nothing to choose")
+    # the second core the fastest, the others tied behind it
+    speeds = {core: 50.0 for core in allowed}
+    speeds[allowed[1]] = 30.0
+    monkeypatch.setattr(common, "_core_speeds", lambda cores: speeds)
+    try:
+        note = common.pin_host(True)
+        assert os.sched_getaffinity(0) == {allowed[1]}
+        assert note.startswith(f"host: pinned to core {allowed[1]} of {len(allowed)}")
+        assert "the slowest core 50 us" in note
+        # a tie goes to the lowest core
+        speeds[allowed[1]] = 50.0
+        os.sched_setaffinity(0, allowed)
+        common.pin_host(True)
+        assert os.sched_getaffinity(0) == {allowed[0]}
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_core_speeds_time_every_core_and_leave_the_process_on_one():
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        speeds = common._core_speeds(allowed)
+        assert sorted(speeds) == allowed
+        assert all(0 < t < 1e6 for t in speeds.values())
+        assert len(os.sched_getaffinity(0)) == 1
+    finally:
+        os.sched_setaffinity(0, allowed)

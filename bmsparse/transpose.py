@@ -71,10 +71,17 @@ WARP_VALUES = 256
 #: H200, against the bucket kernel: see benchmarks/NOTES.md, session 37;
 #: since both end with the same last pass, TILE_VALUES 64 would take
 #: Groebner_id2003_aug from 34.3 to 30.1 us, but mhd1280b from 26.3 to 36.3
-#: and bayer10 from 30.7 to 37.3 (session 46).
+#: and bayer10 from 30.7 to 37.3 (session 46). Where it takes A, it has as
+#: many tiles as leave TILE_GRID_COUNTERS counts per block (still at least
+#: TILE_BLOCKS blocks a tile, all resident): more warps for the count and
+#: place passes, which wait on memory, against more counts to scan. ncu,
+#: H200, us, against tiles as fewer by TILE_COUNTERS (session 48): musae_git
+#: 53.4 -> 48.9, email-Enron 47.8 -> 46.9, ca-CondMat 37.7 -> 40.0; by 4
+#: per block, email-Enron 51.4 and ca-CondMat 38.3
 TILE_COLUMNS = 1 << 14
 TILE_BLOCKS = 512
 TILE_COUNTERS = 3
+TILE_GRID_COUNTERS = 6
 TILE_MOST_BLOCKS = 2048
 TILE_VALUES = 6
 
@@ -246,9 +253,10 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
     if 0 < nbcols <= TILE_COLUMNS and (nvalues is None or nvalues <= TILE_VALUES * nblocks):
         kernel = _kernels.get_kernel(_KERNELS, "bmsparse_transpose_tiles", T=dtype)
         shared = 8 * nbcols
-        grid = min(_kernels.resident_blocks(kernel, THREADS, shared),
-                   -(-nblocks // TILE_BLOCKS), TILE_COUNTERS * nblocks // nbcols)
+        most = min(_kernels.resident_blocks(kernel, THREADS, shared), -(-nblocks // TILE_BLOCKS))
+        grid = min(most, TILE_COUNTERS * nblocks // nbcols)
         if grid > 0 and grid * TILE_MOST_BLOCKS >= nblocks:
+            grid = min(most, max(grid, TILE_GRID_COUNTERS * nblocks // nbcols))
             # the thread blocks' sums and the tiles' counts
             launch = _kernels.PreparedLaunch(kernel, (), _TILES_ARGS, block=THREADS,
                                              shared_mem=shared, cooperative=True)

@@ -7,17 +7,24 @@
 #include "_cuda/bitmap.cuh"
 #include "_cuda/group.cuh"
 
+// Threads a thread block (spmv.py's _THREADS). 128 against 256, the same
+// 64 registers and occupancy: ncu, H200, us, A.T @ x / A @ x, the surrogate
+// 41.3 / 40.6 -> 39.0 / 38.6, email-Enron 19.1 / 19.3 -> 17.4 / 17.8,
+// musae_git 21.0 / 18.9 -> 19.7 / 18.0, ca-CondMat 16.0 / 15.5 -> 14.8 /
+// 14.4, bcsstk33 (dense kernels) within 0.2 (session 48)
 #ifndef BMSPARSE_SPMV_THREADS
-#define BMSPARSE_SPMV_THREADS 256
+#define BMSPARSE_SPMV_THREADS 128
 #endif
-// thread blocks per SM the kernels are compiled for. With 4 the driver's
-// compiler gives them 64 registers (48 without a minimum): fewer warps are
-// active (38% against 47%), but each waits less. ncu on an H100, us, A @ x /
-// A.T @ x: the surrogate 64.9 / 66.5 -> 58.6 / 60.2, email-Enron 24.8 /
-// 29.1 -> 23.2 / 26.7, bcsstk33 (dense kernels) 15.8 / 20.8 -> 13.3 / 14.8;
-// with 5 (48 registers) as without, with 6 (40, spilling) slower
+// thread blocks per SM the kernels are compiled for: 8 of 128 threads, as 4
+// of 256 before. With that many the driver's compiler gives them 64
+// registers (48 without a minimum): fewer warps are active (38% against
+// 47%), but each waits less. ncu on an H100, us, A @ x / A.T @ x: the
+// surrogate 64.9 / 66.5 -> 58.6 / 60.2, email-Enron 24.8 / 29.1 -> 23.2 /
+// 26.7, bcsstk33 (dense kernels) 15.8 / 20.8 -> 13.3 / 14.8; with 5 of 256
+// (48 registers) as without, with 6 (40, spilling) slower, with 3 (78
+// registers) the surrogate 41 -> 46 us (H200, session 48)
 #ifndef BMSPARSE_SPMV_MIN_BLOCKS
-#define BMSPARSE_SPMV_MIN_BLOCKS 4
+#define BMSPARSE_SPMV_MIN_BLOCKS 8
 #endif
 
 // f applied to each real part of x (re and im of a complex value): the warp

@@ -34,7 +34,7 @@ for _path, _suffix in ((_KERNELS, ""), (_DENSE_KERNELS, "_dense")):
 #: groups a warp walks in the layout's first and last passes
 #: (BMSPARSE_SPMV_LAYOUT_CHUNK)
 LAYOUT_CHUNK = 256
-_THREADS = 256  # BMSPARSE_SPMV_THREADS
+_THREADS = 128  # BMSPARSE_SPMV_THREADS
 _INT64 = np.dtype(np.int64)
 #: mean entries per block from which a block's partial sums are taken row by
 #: row in registers (the ``_dense`` kernels) rather than bit by bit through

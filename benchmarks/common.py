@@ -187,7 +187,7 @@ def pin_host(wanted: bool) -> str | None:
 
     Both sides of a GPU comparison spend much of a small operation's time in
     Python on one core, and on shared hosts some cores run at half speed
-    (a device host, session 48: 4 of 16 cores took 1.5-2x as long for the
+    (a device host, session 47: 4 of 16 cores took 1.5-2x as long for the
     same loop, and a process's host time moved with the core it ran on).
     Pinning both sides to one fast core keeps that out of the ratios.
     """

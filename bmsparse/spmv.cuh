@@ -11,7 +11,7 @@
 // 64 registers and occupancy: ncu, H200, us, A.T @ x / A @ x, the surrogate
 // 41.3 / 40.6 -> 39.0 / 38.6, email-Enron 19.1 / 19.3 -> 17.4 / 17.8,
 // musae_git 21.0 / 18.9 -> 19.7 / 18.0, ca-CondMat 16.0 / 15.5 -> 14.8 /
-// 14.4, bcsstk33 (dense kernels) within 0.2 (session 48)
+// 14.4, bcsstk33 (dense kernels) within 0.2 (session 47)
 #ifndef BMSPARSE_SPMV_THREADS
 #define BMSPARSE_SPMV_THREADS 128
 #endif
@@ -22,7 +22,7 @@
 // surrogate 64.9 / 66.5 -> 58.6 / 60.2, email-Enron 24.8 / 29.1 -> 23.2 /
 // 26.7, bcsstk33 (dense kernels) 15.8 / 20.8 -> 13.3 / 14.8; with 5 of 256
 // (48 registers) as without, with 6 (40, spilling) slower, with 3 (78
-// registers) the surrogate 41 -> 46 us (H200, session 48)
+// registers) the surrogate 41 -> 46 us (H200, session 47)
 #ifndef BMSPARSE_SPMV_MIN_BLOCKS
 #define BMSPARSE_SPMV_MIN_BLOCKS 8
 #endif

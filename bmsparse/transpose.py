@@ -75,9 +75,9 @@ WARP_VALUES = 256
 #: many tiles as leave TILE_GRID_COUNTERS counts per block (still at least
 #: TILE_BLOCKS blocks a tile, all resident): more warps for the count and
 #: place passes, which wait on memory, against more counts to scan. ncu,
-#: H200, us, against tiles as fewer by TILE_COUNTERS (session 48): musae_git
-#: 53.4 -> 48.9, email-Enron 47.8 -> 46.9, ca-CondMat 37.7 -> 40.0; by 4
-#: per block, email-Enron 51.4 and ca-CondMat 38.3
+#: H200, us, against the grid TILE_COUNTERS gives (session 47): musae_git
+#: 53.4 -> 48.9, email-Enron 47.8 -> 46.9, ca-CondMat 37.7 -> 40.0; with 4
+#: counts a block, email-Enron 51.4 and ca-CondMat 38.3
 TILE_COLUMNS = 1 << 14
 TILE_BLOCKS = 512
 TILE_COUNTERS = 3

@@ -184,10 +184,12 @@ def mmwrite(path: str | bytes | os.PathLike, a: Any, *, comment: str | None = ""
 def _write_mm(f: Any, c: Any, comment: str | None) -> None:
     """COO ``c`` (scipy's) as Matrix Market into the binary stream ``f``; a
     bool matrix as ``pattern``, every entry as ``general``."""
-    if c.dtype == bool and c.nnz == 0:
-        # scipy writes an empty matrix as "real" whatever the field: it
-        # would read back as float64
-        lines = ["%%MatrixMarket matrix coordinate pattern general",
+    if c.nnz == 0:
+        # scipy writes an empty matrix as "real" whatever the field: a bool,
+        # integer or complex one would read back as float64
+        field = ("pattern" if c.dtype == bool else "integer" if c.dtype.kind in "iu"
+                 else "complex" if c.dtype.kind == "c" else "real")
+        lines = [f"%%MatrixMarket matrix coordinate {field} general",
                  *(f"%{line}" for line in (comment or "").splitlines()),
                  f"{c.shape[0]} {c.shape[1]} 0", ""]
         f.write("\n".join(lines).encode())

@@ -90,17 +90,20 @@ def test_empty_and_full_block_round_trip(tmp_path, suffix):
 
 @pytest.mark.parametrize("suffix", [".mtx", ".mtx.gz"])
 @pytest.mark.parametrize("case", ["empty", "0xn", "zero-nnz"])
-def test_empty_bool_matrix_is_written_as_pattern(tmp_path, suffix, case):
-    # scipy writes an empty matrix as "real" whatever field it is given: it
-    # would read back as float64
+@pytest.mark.parametrize("dtype", list(FIELDS))
+def test_empty_matrix_is_written_in_its_field(tmp_path, suffix, case, dtype):
+    # scipy writes an empty matrix as "real" whatever field it is given: a
+    # bool, integer or complex one would read back as float64
     from bmsparse.testing import assert_equal
     from tests.cases import named
 
-    a = BitmapMatrix(named(case, "bool"))
+    a = BitmapMatrix(named(case, dtype))
     path = tmp_path / f"a{suffix}"
     mmwrite(path, a, comment="two\nlines")
-    assert banner(path).split()[3] == b"pattern"
-    assert_equal(mmread(path), a)
+    assert banner(path).split()[3] == FIELDS[dtype]
+    got = mmread(path)
+    assert got.dtype == READ_DTYPES[dtype]
+    assert_equal(got, a.astype(READ_DTYPES[dtype]))
     want = scipy.io.mmread(gzip.open(path) if suffix == ".mtx.gz" else path)
     assert want.shape == a.shape and want.nnz == 0
 

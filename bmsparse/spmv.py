@@ -104,6 +104,9 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
 
     a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     x = _as_operand(x)
+    if isinstance(x, (int, float, complex, np.generic)):
+        # (a NumPy scalar has ndim 0: matmul_dense says the same of it)
+        raise ValueError("scalar operands are not allowed, use '*' instead")
     if not hasattr(x, "ndim"):
         raise TypeError(f"x must be a NumPy or CuPy array, got {type(x).__name__}")
     source = a._transpose_of  # a lazy transpose: its source's blocks, the other way

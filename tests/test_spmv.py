@@ -697,6 +697,11 @@ def test_scalar_operand(operand):
         a @ operand
     with pytest.raises(ValueError, match="scalar operands are not allowed"):
         operand @ a
+    # the function as its docstring says, a Python or NumPy scalar alike
+    for x in (operand, np.float64(operand)):
+        for flipped in (False, True):
+            with pytest.raises(ValueError, match="scalar operands are not allowed"):
+                spmv_function(a, x, transpose=flipped)
 
 
 def test_three_dimensional_operand():

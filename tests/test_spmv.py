@@ -749,8 +749,9 @@ def test_spmv_takes_what_matmul_takes():
     np.testing.assert_allclose(spmv_function(m.T, np.arange(37.0)), want_t, rtol=1e-12)
     np.testing.assert_allclose(spmv_function(m.T, np.ones(21), transpose=True), want,
                                rtol=1e-12)
-    with pytest.raises(TypeError, match="x must be a NumPy or CuPy array, got float"):
-        spmv_function(m, 2.5)
+    # (a number is a scalar operand, as for @: see test_scalar_operand)
+    with pytest.raises(TypeError, match="x must be a NumPy or CuPy array, got dict"):
+        spmv_function(m, {})
 
 
 def test_unsupported_operand_type():

@@ -42,6 +42,7 @@ from . import _kernels, _readback
 from ._format import popcount, set_bits, value_index
 from ._primitives import exclusive_scan
 from ._sputils import get_array_module, upcast
+from .semiring import times
 
 _KERNELS = "elementwise.cu"
 _kernels.register(_KERNELS, {"bmsparse_elementwise_merge": ("T",),
@@ -50,7 +51,7 @@ THREADS = 256  # BMSPARSE_ELEMENTWISE_THREADS
 
 #: operation -> ``op`` of the kernel (``BMSPARSE_OP_*``)
 OPS = {"plus": 0, "minus": 1, "times": 2}
-_NUMPY_OPS = {"plus": np.add, "minus": np.subtract, "times": np.multiply}
+_NUMPY_OPS = {"plus": np.add, "minus": np.subtract, "times": times}
 
 #: comparison -> its op in the compare kernel (``BMSPARSE_OP_EQ`` ...); the
 #: same prefixed with "~" is where it fails (``BMSPARSE_OP_FAILS`` added):

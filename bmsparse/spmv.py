@@ -23,6 +23,7 @@ from . import _kernels, _readback
 from ._format import BLOCK, BLOCK_MASK, BLOCK_SHIFT, block_cols_of, block_rows_of, \
     set_bits
 from ._sputils import check_device, get_array_module, matmul_mismatch, upcast
+from .semiring import times
 
 _KERNELS = "spmv.cu"
 _DENSE_KERNELS = "spmv_dense.cu"  # the same kernels for dense blocks, named ..._dense
@@ -488,7 +489,7 @@ def _spmv_numpy(keys, bitmaps, offsets, values, order, ptr, warps, x2, nout):
         out_row = bit & BLOCK_MASK
         in_row = (block_rows_of(keys)[owner] << BLOCK_SHIFT) | (bit >> BLOCK_SHIFT)
     acc = np.zeros((nwarps * WARP, BLOCK, k), dtype=x2.dtype)
-    np.add.at(acc, (position, out_row), a[:, None] * x2[in_row])
+    np.add.at(acc, (position, out_row), times(a[:, None], x2[in_row]))
     acc = acc.reshape(nwarps, WARP, BLOCK, k)
     # 2. the segmented scan of each warp: lane l adds lane l - d's sum to its
     # own when both are in its segment, d = 1, 2, 4, 8, 16 (lanes past the

@@ -126,3 +126,24 @@ def run_in_threads(run: Callable[[int], None], n: int, what: str) -> None:
     for t in threads:
         t.join(timeout=120)
     assert not any(t.is_alive() for t in threads), f"{what} did not finish"
+
+
+def rounded_complex_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a * b`` (complex NumPy arrays, broadcast) as scipy and the kernels
+    round it: ``(ar br - ai bi) + (ar bi + ai br) j`` in real arithmetic,
+    each product rounded; NumPy's own complex loops may fuse multiply-adds."""
+    want = np.zeros(np.broadcast_shapes(a.shape, b.shape), dtype=np.result_type(a, b))
+    want.real += a.real * b.real
+    want.real -= a.imag * b.imag
+    want.imag += a.real * b.imag
+    want.imag += a.imag * b.real
+    return want
+
+
+def random_complex_dense(shape: tuple[int, int], density: float, dtype, seed: int) -> np.ndarray:
+    """Dense complex array with independent random real and imaginary parts
+    at ``density`` of its places, zeros elsewhere."""
+    rng = np.random.default_rng(seed)
+    d = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    d[rng.random(shape) >= density] = 0
+    return d

@@ -15,7 +15,8 @@ from bmsparse import BitmapMatrix, elementwise
 from bmsparse._format import popcount
 from bmsparse._primitives import exclusive_scan
 from tests.cases import CASES, DTYPES, assert_dense_close, host, named, ours, random_matrix
-from tests.helpers import assert_barriers_kept_by_stream, assert_same_csr
+from tests.helpers import (assert_barriers_kept_by_stream, assert_same_csr,
+                           random_complex_dense, rounded_complex_product)
 
 OPS = {"plus": operator.add, "minus": operator.sub, "times": lambda a, b: a.multiply(b),
        "star": operator.mul}
@@ -730,3 +731,14 @@ def test_pattern_times_dense_complex_multiplies_as_numpy(xp):
         got = ours(a, xp) * xp.asarray(other)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.get().toarray(), want)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_products_round_as_scipy_and_the_kernels(xp, dtype):
+    # each entry of A.multiply(B) is one complex product, rounded part by
+    # part; NumPy's complex loops fuse multiply-adds on hosts that have
+    # them, which the host path must not inherit
+    a = random_complex_dense((37, 29), 0.6, dtype, seed=1)
+    b = random_complex_dense((37, 29), 0.6, dtype, seed=2)
+    got = ours(sp.csr_array(a), xp).multiply(ours(sp.csr_array(b), xp))
+    np.testing.assert_array_equal(host(got.toarray()), rounded_complex_product(a, b))

@@ -16,7 +16,7 @@ from bmsparse import spmv as spmv_function
 from bmsparse import generators
 from bmsparse.spmv import column_pointer, row_pointer
 from tests.cases import CASES, DTYPES, assert_dense_close, host, named, ours, random_matrix
-from tests.helpers import run_in_threads
+from tests.helpers import random_complex_dense, rounded_complex_product, run_in_threads
 
 # the module: bmsparse.spmv names the function
 spmv_module = importlib.import_module("bmsparse.spmv")
@@ -818,3 +818,24 @@ def test_no_columns_still_checks_shapes_and_dtypes():
         a @ np.empty((3, 0), dtype="U1")
     with pytest.raises(TypeError, match="result dtype float16 is not supported"):
         BitmapMatrix(np.eye(3, dtype=bool)) @ np.empty((3, 0), dtype=np.float16)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_complex_terms_round_as_scipy(xp, dtype, transposed):
+    # one entry in each row and column: every output is one complex product,
+    # rounded part by part as scipy and the kernels round it (NumPy's complex
+    # loops may fuse multiply-adds)
+    n = 45
+    perm = np.random.default_rng(5).permutation(n)
+    values = random_complex_dense((1, n), 1.0, dtype, seed=6)[0]
+    a = sp.csr_array((values, (np.arange(n), perm)), shape=(n, n))
+    x = random_complex_dense((1, n), 1.0, dtype, seed=7)[0]
+    m = ours(a, xp)
+    got = host((m.T if transposed else m) @ xp.asarray(x))
+    want = np.empty(n, dtype=dtype)
+    if transposed:  # output perm[i] is values[i] * x[i]
+        want[perm] = rounded_complex_product(values, x)
+    else:  # output i is values[i] * x[perm[i]]
+        want = rounded_complex_product(values, x[perm])
+    np.testing.assert_array_equal(got, want)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _kernels, _readback, convert
 from .._format import BLOCK_SHIFT, set_bits, value_index
 from .._sputils import get_array_module, get_index_dtype
-from ..semiring import Semiring, plus_times
+from ..semiring import Semiring, plus_times, times
 from .count import PairBlocks, bool_product
 
 _KERNELS = "spgemm/multiply.cu"
@@ -357,4 +357,4 @@ def _terms(semiring: Semiring, a_values: np.ndarray, a_pos: np.ndarray,
     if semiring.binaryop == "pair":
         return np.ones(a_pos.shape[0], dtype=a_values.dtype)
     a, b = a_values[a_pos], b_values[b_pos]
-    return a * b if semiring.binaryop == "times" else a + b
+    return times(a, b) if semiring.binaryop == "times" else a + b

@@ -11,7 +11,9 @@ import scipy.sparse as sp
 import bmsparse
 from bmsparse import BitmapMatrix, spgemm
 from bmsparse.spgemm import strategy
-from tests.helpers import assert_same_csr, random_csr, scipy_product, to_device
+from tests.cases import host
+from tests.helpers import (assert_same_csr, random_complex_dense, random_csr,
+                           rounded_complex_product, scipy_product, to_device)
 
 # every test here runs through both strategies (see conftest.py)
 pytestmark = pytest.mark.usefixtures("spgemm_path")
@@ -337,3 +339,17 @@ def test_huge_shape_with_entries_at_the_corners(n, xp):
                     host(masked.values).tolist())) == want
     # nothing per block row or column was made: 2**31 would take 17 GB
     assert "row_pointer" not in a._cache and "column_pointer" not in a._cache
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_terms_round_as_scipy(dtype, xp, spgemm_path):
+    # a diagonal factor on either side: every value of C is one complex
+    # product, rounded part by part as scipy and the kernels round it (not
+    # by NumPy's complex loops, which may fuse multiply-adds)
+    d = random_complex_dense((1, 29), 1.0, dtype, seed=3)[0]
+    b = random_complex_dense((29, 23), 0.5, dtype, seed=4)
+    diag, other = (to_device(BitmapMatrix(sp.csr_array(x)), xp) for x in (np.diag(d), b))
+    got = host((diag @ other).toarray())
+    np.testing.assert_array_equal(got, rounded_complex_product(d[:, None], b))
+    got = host((other.T @ diag).toarray())
+    np.testing.assert_array_equal(got, rounded_complex_product(b.T, d[None, :]))

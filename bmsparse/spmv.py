@@ -105,8 +105,8 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
 
     a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     x = _as_operand(x)
-    if isinstance(x, (int, float, complex, np.generic)):
-        # (a NumPy scalar has ndim 0: matmul_dense says the same of it)
+    if isinstance(x, (int, float, complex, np.number, np.bool_)):
+        # (a NumPy number has ndim 0: matmul_dense says the same of it)
         raise ValueError("scalar operands are not allowed, use '*' instead")
     if not hasattr(x, "ndim"):
         raise TypeError(f"x must be a NumPy or CuPy array, got {type(x).__name__}")

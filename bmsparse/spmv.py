@@ -101,12 +101,11 @@ def spmv(a: Any, x: Any, *, transpose: bool = False) -> Any:
     >>> spmv(a, np.array([1.0, 2.0]), transpose=True)
     array([1., 6., 2.])
     """
-    from ._matrix import BitmapMatrix, _as_operand
+    from ._matrix import BitmapMatrix, _as_operand, _is_scalar
 
     a = a if isinstance(a, BitmapMatrix) else BitmapMatrix(a)
     x = _as_operand(x)
-    if isinstance(x, (int, float, complex, np.number, np.bool_)):
-        # (a NumPy number has ndim 0: matmul_dense says the same of it)
+    if _is_scalar(x):  # as A @ x decides it
         raise ValueError("scalar operands are not allowed, use '*' instead")
     if not hasattr(x, "ndim"):
         raise TypeError(f"x must be a NumPy or CuPy array, got {type(x).__name__}")

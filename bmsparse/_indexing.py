@@ -651,8 +651,13 @@ def _ranges(xp: Any, starts: Any, counts: Any, total: int | None = None) -> tupl
     if total is None:
         total = _readback.read_last(ends)  # sync: the output's size
     firsts = ends - counts
-    # the range of place e is the last to start at or before e: one less than
-    # the number of ranges starting there (empty ones included, which come
-    # before the range that fills the place)
-    owner = xp.cumsum(xp.bincount(firsts, minlength=total + 1)[:total]) - 1
-    return owner, starts[owner] + (xp.arange(total, dtype=xp.int64) - firsts[owner])
+    places = xp.arange(total, dtype=xp.int64)
+    if xp is np:
+        # the range of place e is the last to start at or before e: one less
+        # than the number of ranges starting there (empty ones included,
+        # which come before the range that fills the place)
+        owner = np.cumsum(np.bincount(firsts, minlength=total + 1)[:total]) - 1
+    else:
+        # the first to end after e: CuPy's bincount syncs (for its length)
+        owner = xp.searchsorted(ends, places, side="right")
+    return owner, starts[owner] + (places - firsts[owner])

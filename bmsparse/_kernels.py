@@ -150,7 +150,7 @@ def register(path: str, templates: dict[str, tuple[str, ...]]) -> None:
 
 def registered() -> dict[str, dict[str, tuple[str, ...]]]:
     """Every registered file with its kernels (imports the stage modules)."""
-    from . import _primitives, convert  # noqa: F401 - registration happens at import
+    from . import _primitives, construct, convert  # noqa: F401 - registration happens at import
     from . import elementwise, spmv, transpose  # noqa: F401
     from .spgemm import compact, count, lean, multiply, rowdense, rowmerge, rowscalar  # noqa: F401
     from .spgemm import slices, tasks  # noqa: F401

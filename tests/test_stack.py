@@ -31,11 +31,11 @@ GRIDS = {
     # every offset a multiple of 8: joined block by block
     "aligned": [[(8, 16), (8, 5)], [(24, 16), (24, 5)]],
     "aligned-none": [[(16, 8), None, (16, 3)], [None, (8, 40), (8, 3)]],
-    # offsets off the blocks: through COO
+    # column offsets off the blocks: through COO
     "unaligned": [[(5, 7), (5, 9)], [(11, 7), (11, 9)]],
     "unaligned-none": [[(3, 3), None], [None, (10, 17)]],
     "column": [[(9, 4)], [(8, 4)], [(0, 4)], [(17, 4)]],
-    # rows off the blocks, columns on them
+    # rows off the blocks, columns on them: blocks cut by rows
     "rows-off": [[(5, 8), (5, 3)], [(11, 8), (11, 3)], [(2, 8), None]],
     "one-row-parts": [[(1, 20)]] * 11 + [[(3, 20)]],
     "one-part-moved": [[(3, 24), None], [(21, 24), (21, 9)]],
@@ -157,6 +157,45 @@ def test_all_none_grid_rows_are_empty_as_in_scipy():
     a = random_matrix((8, 5), 0.5, "float64", 0)
     grid = [[a, None], [None, None]]
     assert_same_csr(bmsparse.bmat(grid).to_scipy(), sp.bmat(grid, format="csr"))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "int32", "bool"])
+@pytest.mark.parametrize("seed", range(4))
+def test_parts_at_any_row_join_by_their_blocks(xp, seed, dtype, monkeypatch):
+    # parts of 0-20 rows, some of full blocks, in grid columns 24 and 5 wide:
+    # their blocks are cut by rows and merged, never their entries sorted
+    rng = np.random.default_rng(seed)
+    parts = [random_matrix((int(rng.integers(0, 21)), 24), float(rng.choice([0.1, 0.5, 1.0])),
+                           dtype, 100 * seed + i) for i in range(int(rng.integers(2, 9)))]
+    grid = [[p, random_matrix((p.shape[0], 5), 0.4, dtype, 7 + i) if i % 3 else None]
+            for i, p in enumerate(parts)]
+    monkeypatch.setattr(bmsparse.construct, "_join_entries", None)  # fails if called
+    for got, want in ((bmsparse.vstack([ours(p, xp) for p in parts]),
+                       sp.vstack(parts, format="csr")),
+                      (bmsparse.bmat([[None if m is None else ours(m, xp) for m in row]
+                                      for row in grid]),
+                       sp.bmat(grid, format="csr"))):
+        assert_same_csr(on_side(got, xp), want)
+
+
+def test_a_cut_block_in_the_last_block_row_names_no_other(xp):
+    # the lower half of a block in block row 2**32 - 1 has no rows, and its
+    # key wraps to block row 0, where the first part has a block
+    n = bmsparse._format.MAX_DIM
+    top = sp.coo_array((np.array([1.0, 2.0]), (np.array([0, 2]), np.array([5, 5]))),
+                       shape=(3, 16))
+    below = sp.coo_array((np.array([3.0, 4.0, 5.0]), (np.array([0, n - 8, n - 4]),
+                                                      np.array([5, 5, 6]))), shape=(n - 3, 16))
+    mats = [bmsparse.BitmapMatrix.from_coo(p.row, p.col, p.data, p.shape) for p in (top, below)]
+    if xp is not np:
+        mats = [m.to_device() for m in mats]
+    got = bmsparse.vstack(mats)
+    got.check_format(full_check=True)
+    c = got.get().tocoo()
+    order = np.lexsort((c.col, c.row))
+    np.testing.assert_array_equal(c.row[order], [0, 2, 3, n - 5, n - 1])
+    np.testing.assert_array_equal(c.col[order], [5, 5, 5, 5, 6])
+    np.testing.assert_array_equal(c.data[order], [1.0, 2.0, 3.0, 4.0, 5.0])
 
 
 def test_a_matrix_below_empty_rows(xp):

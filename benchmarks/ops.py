@@ -15,7 +15,12 @@ every matrix of the corpus folder, in float64, it times
   matrix with nothing cached) against cupyx ``a.T.tocsr()``, the equivalent
   that yields a usable CSR; cupyx's lazy ``a.T`` alone is reported too;
 - ``A + B``   with B of the same shape and another structure (``A.T`` for a
-  square A, a random matrix of the same density otherwise).
+  square A, a random matrix of the same density otherwise);
+- ``vstack``, ``hstack``  ``vstack([A, B])`` and ``hstack([A, B])`` (B as
+  above) against cupyx's (scipy's) with ``format="csr"``: B starts inside a
+  block row (column) unless A's rows (columns) are a multiple of 8.
+
+``--ops`` runs some of them only.
 
 CUDA events on the GPU, the host clock on the CPU path; the median of
 ``--repeat`` runs after ``--warmup``, ours and the peer's taking turns run
@@ -46,23 +51,36 @@ DEFAULT_DIR = Path(os.environ.get("BMSPARSE_MATRICES")
 CPU_SCALE = 0.01
 #: on the CPU path, corpus matrices with more stored entries are skipped
 CPU_MAX_NNZ = 1_000_000
-OPS = ("A @ x", "A.T @ x", "A.T", "A + B")
+OPS = ("A @ x", "A.T @ x", "A.T", "A + B", "vstack", "hstack")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="ops.py", description="SpMV, transposed SpMV, "
-                                "transpose and addition: bmsparse against cupyx (or scipy).")
+                                "transpose, addition and stacks: bmsparse against cupyx (or "
+                                "scipy).")
     p.add_argument("dir", nargs="?", default=None, metavar="DIR",
                    help=f"folder of matrices (default $BMSPARSE_MATRICES or {DEFAULT_DIR})")
     p.add_argument("--only", metavar="NAME[,NAME]", help="run only these matrices "
                    "(\"surrogate\" names the surrogate)")
     p.add_argument("--no-corpus", action="store_true", help="the surrogate only")
+    p.add_argument("--ops", metavar="OP[,OP]", type=_ops, default=OPS,
+                   help="run only these operations, of: " + ", ".join(OPS))
     p.add_argument("--scale", type=float, default=None,
                    help=f"size of the surrogate (default 1.0 on a GPU, {CPU_SCALE} on the CPU)")
     common.add_timing_args(p)
     args = p.parse_args(argv)
     common.check_timing_args(p, args)
     return args
+
+
+def _ops(text: str) -> tuple[str, ...]:
+    """``--ops``: names of OPS, comma-separated."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in OPS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown operation {', '.join(unknown) or text!r}; "
+                                         f"choose from: {', '.join(OPS)}")
+    return names
 
 
 def entries(args: argparse.Namespace,
@@ -88,14 +106,17 @@ def other_operand(a: sp.csr_array) -> sp.csr_array:
 
 
 def run_matrix(name: str, a: sp.csr_array, side: common.Side, *, repeat: int,
-               warmup: int) -> list[dict[str, Any]]:
-    """One row per operation."""
+               warmup: int, ops: tuple[str, ...] = OPS) -> list[dict[str, Any]]:
+    """One row per operation of ``ops``."""
+    import bmsparse
+
     gpu = side.gpu
-    xp = np
+    xp, stacks = np, sp
     if gpu:
         import cupy
+        import cupyx.scipy.sparse
 
-        xp = cupy
+        xp, stacks = cupy, cupyx.scipy.sparse
     b = other_operand(a)
     big_a = BitmapMatrix.from_scipy(a, device=gpu)
     big_b = BitmapMatrix.from_scipy(b, device=gpu)
@@ -119,9 +140,14 @@ def run_matrix(name: str, a: sp.csr_array, side: common.Side, *, repeat: int,
         "A.T @ x": (lambda: big_a.T @ y, lambda: peer_a.T @ y),
         "A.T": (ours_transpose, lambda: peer_a.T.tocsr()),
         "A + B": (lambda: big_a + big_b, lambda: peer_a + peer_b),
+        "vstack": (lambda: bmsparse.vstack([big_a, big_b]),
+                   lambda: stacks.vstack([peer_a, peer_b], format="csr")),
+        "hstack": (lambda: bmsparse.hstack([big_a, big_b]),
+                   lambda: stacks.hstack([peer_a, peer_b], format="csr")),
     }
     rows = []
-    for op, (ours, theirs) in cases.items():
+    for op in ops:
+        ours, theirs = cases[op]
         row: dict[str, Any] = {"matrix": name, "op": op, "n_rows": a.shape[0],
                                "n_cols": a.shape[1], "nnz": a.nnz, "blocks": big_a.nblocks,
                                "ours_ms": None, "peer_ms": None, "ratio": None, "match": None,
@@ -141,7 +167,7 @@ def run_matrix(name: str, a: sp.csr_array, side: common.Side, *, repeat: int,
             row["match"] = check(got.result, peer.result)
         rows.append(row)
         common.free_memory()
-    if gpu:
+    if gpu and "A.T" in ops:
         lazy = common.measure(lambda: peer_a.T, side.clock, side.memory, repeat=repeat,
                               warmup=warmup)
         rows.append({"matrix": name, "op": "A.T (cupyx lazy, no CSR)", "n_rows": a.shape[0],
@@ -195,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                     report.line(f"note: {name} skipped on the CPU path "
                                 f"({a.nnz:,} > {CPU_MAX_NNZ:,} stored entries)")
                 else:
-                    rows += run_matrix(name, a, side, repeat=args.repeat, warmup=args.warmup)
+                    rows += run_matrix(name, a, side, repeat=args.repeat, warmup=args.warmup,
+                                       ops=args.ops)
             else:
                 report.line(f"note: {name}: {error}")
                 failures.append(name)
@@ -210,13 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     report.table(["matrix", "op", "nnz", "blocks", "ours ms", "peer ms", "ratio", "check",
                   "note"], table, left=(0, 1, 7, 8),
                  title=f"ratio = {peer} time / ours (above 1: bmsparse is faster)")
-    for op in OPS:
+    for op in args.ops:
         mean = common.geomean([r["ratio"] for r in rows if r["op"] == op])
         report.line(f"geometric-mean ratio of {op}: {fmt_x(mean)}")
     mismatches = [f"{r['matrix']} {r['op']}" for r in rows if r["match"] is False]
     return common.conclude(report, mismatches, failures, args.json, {
         "script": "ops.py", "device": device.describe(), "peer": peer, "rows": rows,
-        "settings": {"repeat": args.repeat, "warmup": args.warmup, "scale": args.scale}})
+        "settings": {"repeat": args.repeat, "warmup": args.warmup, "scale": args.scale,
+                     "ops": list(args.ops)}})
 
 
 if __name__ == "__main__":

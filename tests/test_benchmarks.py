@@ -452,9 +452,28 @@ def test_ops_smoke(tmp_path, path_args):
     timed = [r for r in rows if r["ours_ms"] is not None]
     assert {(r["matrix"], r["op"]) for r in timed} == {
         (m, op) for m in ("surrogate", "square", "rect")
-        for op in ("A @ x", "A.T @ x", "A.T", "A + B")}
+        for op in ("A @ x", "A.T @ x", "A.T", "A + B", "vstack", "hstack")}
     assert all(r["match"] is True and r["peer_ms"] > 0 and r["ratio"] > 0 for r in timed)
     assert "geometric-mean ratio of A.T @ x" in proc.stdout
+
+
+def test_ops_runs_the_operations_named(tmp_path, path_args):
+    folder = tmp_path / "matrices"
+    folder.mkdir()
+    scipy.io.mmwrite(folder / "rect.mtx", random_csr(13, 9, 40, seed=5))
+    out = tmp_path / "ops.json"
+    proc = run_script("ops.py", folder, "--no-corpus", "--scale", "0.001", "--repeat", "1",
+                      "--warmup", "0", "--ops", "vstack, A.T", "--json", out, *path_args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["op"] for r in rows if r["ours_ms"] is not None] == ["vstack", "A.T"]
+    assert all(r["match"] is True for r in rows if r["ours_ms"] is not None)
+    assert "geometric-mean ratio of vstack" in proc.stdout
+    assert "geometric-mean ratio of A + B" not in proc.stdout
+    proc = run_script("ops.py", folder, "--ops", "vstack,A*B", "--cpu")
+    assert proc.returncode == 2
+    assert "unknown operation 'A*B'; choose from: A @ x, A.T @ x, A.T, A + B, vstack, " \
+           "hstack" in proc.stderr
 
 
 def test_ops_missing_folder(tmp_path):

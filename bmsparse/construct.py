@@ -447,6 +447,8 @@ def _pieces(xp: Any, parts: list[tuple[BitmapMatrix, int, int]],
         return _pieces_cuda(parts, nnz, sizes)
     pieces = []
     for (m, r, c), base in zip(parts, nnz):
+        if not m.nblocks:
+            continue  # (its place may lie past what a key can name: 2**35 rows)
         s = r % BLOCK
         keys, starts = m.keys + _shift(r, c), m.offsets[:-1] + base
         if s:
@@ -470,6 +472,8 @@ def _pieces_cuda(parts: list[tuple[BitmapMatrix, int, int]], nnz: list[int],
                                                      (np.uint64, np.uint64, np.int64)))
     kernel = _kernels.get_kernel(_KERNELS, "bmsparse_construct_pieces")
     for (m, r, c), base, at, size in zip(parts, nnz, _starts(sizes), sizes):
+        if not size:
+            continue  # as in _pieces
         _kernels.launch(kernel, m.nblocks, (
             m.keys, m.bitmaps, m.offsets, m.nblocks, _shift(r, c), r % BLOCK, base,
             keys[at:at + size], bitmaps[at:at + size], starts[at:at + size]))

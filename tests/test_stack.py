@@ -198,6 +198,31 @@ def test_a_cut_block_in_the_last_block_row_names_no_other(xp):
     np.testing.assert_array_equal(c.data[order], [1.0, 2.0, 3.0, 4.0, 5.0])
 
 
+def test_empty_parts_at_the_last_row_a_key_can_name(xp):
+    # an empty part at row 2**35 (or column) has no block whose key could
+    # name it: it adds nothing
+    n = bmsparse._format.MAX_DIM
+
+    def coo(rows, cols, shape):
+        m = bmsparse.BitmapMatrix.from_coo(np.array(rows, dtype=np.int64),
+                                           np.array(cols, dtype=np.int64),
+                                           np.ones(len(rows)), shape)
+        return m if xp is np else m.to_device()
+
+    a = coo([n - 1], [3], (n, 8))
+    for got in (bmsparse.vstack([a, coo([], [], (0, 8))]),
+                bmsparse.vstack([coo([], [], (8, 8)), coo([n - 9], [3], (n - 8, 8)),
+                                 coo([], [], (0, 8))]),
+                bmsparse.block_diag([a, coo([], [], (0, 3))])):
+        got.check_format(full_check=True)
+        c = got.get().tocoo()
+        assert got.shape[0] == n and got.nnz == 1
+        assert (c.row.tolist(), c.col.tolist(), c.data.tolist()) == ([n - 1], [3], [1.0])
+    b = coo([n - 6], [3], (n - 5, n))
+    got = bmsparse.block_diag([b, coo([], [], (0, 0))])
+    assert got.shape == (n - 5, n) and got.get().tocoo().row.tolist() == [n - 6]
+
+
 def test_a_matrix_below_empty_rows(xp):
     empty, a = sp.csr_array((5, 16)), random_matrix((29, 16), 0.3, "float64", 7)
     got = bmsparse.vstack([ours(empty, xp), ours(a, xp)])

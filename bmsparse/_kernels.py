@@ -80,13 +80,15 @@ _RESIDENT: dict[tuple[int, int, int], int] = {}
 #: (kernel id, shared memory) pairs already allowed by _allow_shared
 _SHARED: set[tuple[int, int]] = set()
 
-#: cupy.ndarray, cupy.cuda.runtime.getDevice and cupy.cuda.get_current_stream,
-#: bound at first use (:func:`bind_cupy`; importing CuPy here would make this
-#: module need it, and reading them from CuPy at each of a small product's
-#: dozen calls costs an import and three lookups). ``_readback`` uses them too
+#: cupy.ndarray, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream
+#: and cupy.cuda.alloc, bound at first use (:func:`bind_cupy`; importing CuPy
+#: here would make this module need it, and reading them from CuPy at each
+#: of a small product's dozen calls costs an import and three lookups).
+#: ``_readback`` uses them too
 _NDARRAY: Any = None
 _GET_DEVICE: Any = None
 _CURRENT_STREAM: Any = None
+_ALLOC: Any = None
 #: cupy.cuda.driver.launchKernel and launchCooperativeKernel, bound with them
 #: (:class:`PreparedLaunch`)
 _LAUNCH_KERNEL: Any = None
@@ -458,13 +460,14 @@ def _cast(kernel: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def bind_cupy() -> None:
-    """Bind :data:`_NDARRAY`, :data:`_GET_DEVICE`, :data:`_CURRENT_STREAM` and
-    the driver's launches, at the first call that needs CuPy."""
-    global _NDARRAY, _GET_DEVICE, _CURRENT_STREAM, _LAUNCH_KERNEL, _LAUNCH_COOPERATIVE, _CONTEXT
+    """Bind :data:`_NDARRAY`, :data:`_GET_DEVICE`, :data:`_CURRENT_STREAM`,
+    :data:`_ALLOC` and the driver's launches, at the first call that needs CuPy."""
+    global _NDARRAY, _GET_DEVICE, _CURRENT_STREAM, _ALLOC, _LAUNCH_KERNEL, \
+        _LAUNCH_COOPERATIVE, _CONTEXT
     import cupy
 
     _NDARRAY, _GET_DEVICE = cupy.ndarray, cupy.cuda.runtime.getDevice
-    _CURRENT_STREAM = cupy.cuda.get_current_stream
+    _CURRENT_STREAM, _ALLOC = cupy.cuda.get_current_stream, cupy.cuda.alloc
     _LAUNCH_KERNEL = cupy.cuda.driver.launchKernel
     _LAUNCH_COOPERATIVE = cupy.cuda.driver.launchCooperativeKernel
     _CONTEXT = (cupy.cuda.driver.ctxGetCurrent, cupy.cuda.driver.ctxSetCurrent)

@@ -381,11 +381,13 @@ def _run_unit(unit: _UnitLaunch, values: Any, x: Any, stream: int) -> Any:
     """y = the product of ``unit`` with ``values`` (None: every value is 1)
     and the vector ``x``, launched on ``stream`` (a CUstream handle)."""
     base = x if x._c_contiguous else x.copy()  # CuPy's attribute: no object
-    y = _kernels.device_empty(unit.nout, x.dtype)
+    memory = _kernels._ALLOC(unit.nout * x.dtype.itemsize)
     # every array is the matrix's own, contiguous base or new
     unit.launch(stream, unit.grid, (0 if values is None else values.data.ptr, base.data.ptr,
-                                    y.data.ptr))
-    return y
+                                    memory.ptr))
+    # y's array object after the launch: the 1-2 us it takes run beside the
+    # kernel instead of before it
+    return _kernels.device_array(memory, 0, unit.nout, x.dtype)
 
 
 def _kernel(cols: bool, unit: bool, dense: bool, dtype: np.dtype) -> Any:

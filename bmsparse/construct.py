@@ -7,9 +7,9 @@ The diagonals are COO triplets (one arange per diagonal) through the COO
 conversion, on the host or, with ``device=True`` or CuPy diagonals, on the
 GPU: no dense intermediate and no host loop over entries. A grid of matrices
 whose column offsets are multiples of 8 is joined block by block (keys
-shifted, a block at an odd row offset cut in two by rows, then sorted:
-bitmaps and runs of values move whole); any other grid, and ``kron``, go
-through COO triplets.
+shifted; where a part starts inside a block row, each of its blocks cut in
+two by rows; then sorted: bitmaps and runs of values move whole); any other
+grid, and ``kron``, go through COO triplets.
 """
 
 from __future__ import annotations

@@ -385,8 +385,8 @@ def _run_unit(unit: _UnitLaunch, values: Any, x: Any, stream: int) -> Any:
     # every array is the matrix's own, contiguous base or new
     unit.launch(stream, unit.grid, (0 if values is None else values.data.ptr, base.data.ptr,
                                     memory.ptr))
-    # y's array object after the launch: the 1-2 us it takes run beside the
-    # kernel instead of before it
+    # y's array object after the launch, while the kernel runs: 4-5 us less
+    # per call before it (H100, .data/ab49.py in benchmarks/NOTES.md)
     return _kernels.device_array(memory, 0, unit.nout, x.dtype)
 
 

@@ -77,7 +77,7 @@ import numpy as np
 from . import _readback, convert
 from ._format import (BLOCK, BLOCK_SHIFT, COL_MASK, KEY_SHIFT, bit_of, block_cols_of,
                       block_rows_of, nblocks_along, pack_keys, popcount)
-from ._primitives import exclusive_scan, stable_argsort
+from ._primitives import exclusive_scan, merge_pieces, move_runs, ranges, stable_argsort
 from ._sputils import get_array_module
 
 #: one axis of a validated key: an index, a range of indices (a slice), or an
@@ -507,14 +507,7 @@ def _join(a: Any, xp: Any, tails: tuple[Any, ...], heads: tuple[Any, ...],
     merged = [xp.concatenate([t, h]) for t, h in zip(tails, heads)]
     order = stable_argsort(xp, merged[0])
     keys, bitmaps, starts, counts = (x[order] for x in merged)
-    # at most two pieces per key, with disjoint bits
-    n = keys.shape[0]
-    later = xp.zeros(n, dtype=bool)
-    later[1:] = keys[1:] == keys[:-1]
-    partner = xp.zeros(n, dtype=xp.uint64)
-    partner[:-1] = xp.where(later[1:], bitmaps[1:], xp.uint64(0))
-    first = xp.flatnonzero(~later)
-    return _blocks(a, xp, keys[first], (bitmaps | partner)[first], starts, counts, shape)
+    return _blocks(a, xp, *merge_pieces(xp, keys, bitmaps), starts, counts, shape)
 
 
 def _blocks(a: Any, xp: Any, keys: Any, bitmaps: Any, starts: Any, counts: Any,
@@ -522,7 +515,7 @@ def _blocks(a: Any, xp: Any, keys: Any, bitmaps: Any, starts: Any, counts: Any,
     """A BitmapMatrix of canonical ``keys`` and ``bitmaps`` whose values are
     the matrix's runs ``[starts[p], starts[p] + counts[p])`` in turn."""
     offsets = exclusive_scan(xp, popcount(bitmaps))
-    values = None if a.values is None else a.values[_ranges(xp, starts, counts)[1]]
+    values = None if a.values is None else move_runs(xp, a.values, starts, counts)
     return type(a)._from_blocks(keys, bitmaps, offsets, values, shape, a.dtype)
 
 
@@ -536,7 +529,7 @@ def _take_rows(a: Any, xp: Any, rows: Any) -> Any:
     lo = xp.searchsorted(keys, pack_keys(br, xp.zeros_like(br)))
     hi = xp.searchsorted(keys, pack_keys(br, xp.full(br.shape, COL_MASK, dtype=xp.int64)),
                          side="right")
-    row, block = _ranges(xp, lo.astype(xp.int64), (hi - lo).astype(xp.int64))
+    row, block = ranges(xp, lo.astype(xp.int64), (hi - lo).astype(xp.int64))
     shift = ((rows[row] & (BLOCK - 1)) << BLOCK_SHIFT).astype(xp.uint64)
     byte = (bitmaps[block] >> shift) & xp.uint64(0xFF)
     keep = xp.flatnonzero(byte)
@@ -550,18 +543,9 @@ def _take_rows(a: Any, xp: Any, rows: Any) -> Any:
     order = stable_argsort(xp, out_keys)
     out_keys, piece, starts = out_keys[order], piece[order], starts[order]
     counts = popcount(piece)
-    npieces = out_keys.shape[0]
-    if npieces == 0:
+    if out_keys.shape[0] == 0:
         return _empty(a, xp, shape)
-    heads = xp.ones(npieces, dtype=bool)
-    heads[1:] = out_keys[1:] != out_keys[:-1]
-    first = xp.flatnonzero(heads)
-    # the pieces of one block have disjoint bits: their OR is their sum, the
-    # difference of a running sum (modulo 2**64) at the block's ends
-    total = xp.cumsum(piece, dtype=xp.uint64)
-    ends = xp.concatenate([first[1:], xp.full(1, npieces, dtype=xp.int64)]) - 1
-    before = xp.concatenate([xp.zeros(1, dtype=xp.uint64), total[ends[:-1]]])
-    return _blocks(a, xp, out_keys[first], total[ends] - before, starts, counts, shape)
+    return _blocks(a, xp, *merge_pieces(xp, out_keys, piece), starts, counts, shape)
 
 
 def _stepped_rows(a: Any, xp: Any, rows: range) -> Any:
@@ -608,7 +592,7 @@ def _take_columns(a: Any, xp: Any, cols: Axis) -> Any:
     kept_offsets = exclusive_scan(xp, counts)
     nnz = _readback.read_last(kept_offsets)  # sync: the entries' count
     rows, ecols = convert.bitmap_to_coo(keys[keep], kept, kept_offsets, nnz)
-    value_at = _ranges(xp, offsets[keep], counts, nnz)[1]
+    value_at = ranges(xp, offsets[keep], counts, nnz)[1]
     if isinstance(cols, range):
         # a column's place in a range is arithmetic (and unique)
         step = cols.step if len(cols) > 1 else 1
@@ -621,7 +605,7 @@ def _take_columns(a: Any, xp: Any, cols: Axis) -> Any:
         ordered = cols[order]
         left = xp.searchsorted(ordered, ecols, side="left")
         right = xp.searchsorted(ordered, ecols, side="right")
-        entry, place = _ranges(xp, left, right - left)
+        entry, place = ranges(xp, left, right - left)
         place = order[place]
     values = None if a.values is None else a.values[value_at[entry]]
     return type(a).from_coo(rows[entry], place, values, shape)
@@ -637,27 +621,3 @@ def _among(xp: Any, x: Any, sorted_set: Any, bound: int) -> Any:
         return table[x]
     at = xp.minimum(xp.searchsorted(sorted_set, x), sorted_set.shape[0] - 1)
     return sorted_set[at] == x
-
-
-def _ranges(xp: Any, starts: Any, counts: Any, total: int | None = None) -> tuple[Any, Any]:
-    """Every index of the ranges ``[starts[p], starts[p] + counts[p])`` in
-    turn, with its range ``p`` (int64 arrays): (p, index). O(total + ranges);
-    one sync on the GPU (the total, unless the caller knows it)."""
-    if counts.shape[0] == 0:
-        empty = xp.zeros(0, dtype=xp.int64)
-        return empty, empty
-    counts = counts.astype(xp.int64, copy=False)
-    ends = xp.cumsum(counts)
-    if total is None:
-        total = _readback.read_last(ends)  # sync: the output's size
-    firsts = ends - counts
-    places = xp.arange(total, dtype=xp.int64)
-    if xp is np:
-        # the range of place e is the last to start at or before e: one less
-        # than the number of ranges starting there (empty ones included,
-        # which come before the range that fills the place)
-        owner = np.cumsum(np.bincount(firsts, minlength=total + 1)[:total]) - 1
-    else:
-        # the first to end after e: CuPy's bincount syncs (for its length)
-        owner = xp.searchsorted(ends, places, side="right")
-    return owner, starts[owner] + (places - firsts[owner])

@@ -41,6 +41,31 @@
 // bmsparse_sort_segment_chunks: sorts uint64 codes whose segments (runs of
 // codes already ordered against each other, such as the tasks of one block
 // row) are short, in shared memory, one thread block per chunk of segments.
+//
+// bmsparse_copy_runs: runs of values one after another (a gather of whole
+// runs: a block's values move with it).
+//   long long starts[n], counts[n]    - the runs: values[starts[p] ..
+//                                       starts[p] + counts[p])
+//   long long dest[n]                 - where each goes in `out` (the
+//                                       exclusive scan of counts)
+//   long long n
+//   T         values[...], out[...]   - out: the runs
+// Launch: one thread per run. Work: O(n + the values moved).
+//
+// bmsparse_merge_pieces: blocks from pieces of blocks sorted by key, the
+// pieces of one key with disjoint bits (rows or columns of one block taken
+// from several places): at the first piece of each key, the union of its
+// pieces' bitmaps and whether it has bits.
+//   u64       keys[n], bitmaps[n]     - the pieces (uint64)
+//   long long n
+//   u64       unions[n]               - out: the union, at a key's first piece
+//   unsigned char heads[n]            - out: 1 at a key's first piece whose
+//                                       union has bits, else 0
+// Launch: one thread per piece. Work: O(n); a key's pieces are few (at most
+// 8 with bits: each holds a row or more), read by its first piece's thread.
+// Deterministic: no atomics.
+// bitmap.cuh: bm_complex, for bmsparse_copy_runs
+#include "_cuda/bitmap.cuh"
 #include "_cuda/scan.cuh"
 
 extern "C" __global__ void __launch_bounds__(BMSPARSE_SCAN_THREADS)
@@ -200,4 +225,34 @@ bmsparse_sort_segment_chunks(
         }
     }
     for (int s = threadIdx.x; s < len; s += blockDim.x) codes[lo + s] = tile[s];
+}
+
+template <typename T>
+__global__ void bmsparse_copy_runs(const long long* __restrict__ starts,
+                                   const long long* __restrict__ counts,
+                                   const long long* __restrict__ dest, long long n,
+                                   const T* __restrict__ values, T* __restrict__ out)
+{
+    const long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    const T* from = values + starts[p];
+    T* to = out + dest[p];
+    for (long long i = 0, count = counts[p]; i < count; ++i) to[i] = from[i];
+}
+
+extern "C" __global__ void bmsparse_merge_pieces(
+    const u64* __restrict__ keys, const u64* __restrict__ bitmaps,
+    long long n, u64* __restrict__ unions, unsigned char* __restrict__ heads)
+{
+    const long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    const u64 key = keys[p];
+    if (p > 0 && keys[p - 1] == key) {
+        heads[p] = 0;
+        return;
+    }
+    u64 all = 0;
+    for (long long q = p; q < n && keys[q] == key; ++q) all |= bitmaps[q];
+    unions[p] = all;
+    heads[p] = all != 0;
 }

@@ -11,7 +11,8 @@ from ._sputils import get_array_module
 
 _KERNELS = "_primitives.cu"
 _kernels.register(_KERNELS, {"bmsparse_scan": (), "bmsparse_scan_bytes": ("I",),
-                             "bmsparse_sort_segment_chunks": ()})
+                             "bmsparse_sort_segment_chunks": (), "bmsparse_copy_runs": ("T",),
+                             "bmsparse_merge_pieces": ()})
 
 #: threads and elements per thread block of the one-launch scans (``_cuda/scan.cuh``)
 SCAN_THREADS = 256
@@ -176,3 +177,71 @@ def sort_segments(codes: Any, seg_starts: Any, max_span: int, long_codes: int) -
         if positions.size:
             codes[positions] = xp.sort(codes[positions])
     return codes
+
+
+def ranges(xp: Any, starts: Any, counts: Any, total: int | None = None) -> tuple[Any, Any]:
+    """Every index of the ranges ``[starts[p], starts[p] + counts[p])`` in
+    turn, with its range ``p`` (int64 arrays): (p, index). O(total + ranges);
+    one sync on the GPU (the total, unless the caller knows it)."""
+    if counts.shape[0] == 0:
+        empty = xp.zeros(0, dtype=xp.int64)
+        return empty, empty
+    counts = counts.astype(xp.int64, copy=False)
+    ends = xp.cumsum(counts)
+    if total is None:
+        total = _readback.read_last(ends)  # sync: the output's size
+    firsts = ends - counts
+    places = xp.arange(total, dtype=xp.int64)
+    if xp is np:
+        # the range of place e is the last to start at or before e: one less
+        # than the number of ranges starting there (empty ones included,
+        # which come before the range that fills the place)
+        owner = np.cumsum(np.bincount(firsts, minlength=total + 1)[:total]) - 1
+    else:
+        # the first to end after e: CuPy's bincount syncs (for its length)
+        owner = xp.searchsorted(ends, places, side="right")
+    return owner, starts[owner] + (places - firsts[owner])
+
+
+def move_runs(xp: Any, values: Any, starts: Any, counts: Any, total: int | None = None) -> Any:
+    """The runs ``values[starts[p]:starts[p] + counts[p]]`` one after another
+    (int64 ``starts`` and ``counts`` [n]; ``total`` values in all): on the GPU
+    a thread copies each run (bmsparse_copy_runs), on the host
+    :func:`ranges` gathers them. One sync on the GPU unless ``total`` is
+    given."""
+    if xp is np:
+        return values[ranges(np, starts, counts, total)[1]]
+    counts = counts.astype(xp.int64, copy=False)
+    dest = exclusive_scan(xp, counts)
+    if total is None:
+        total = _readback.read_last(dest)  # sync: the output's size
+    out = xp.empty(total, dtype=values.dtype)
+    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_copy_runs", T=values.dtype)
+    _kernels.launch(kernel, starts.shape[0], (starts, counts, dest, starts.shape[0], values, out))
+    return out
+
+
+def merge_pieces(xp: Any, keys: Any, bitmaps: Any) -> tuple[Any, Any]:
+    """Blocks from pieces of blocks sorted by key (uint64 [n] each) whose bits
+    within one key are disjoint: each key that has bits once, with the union
+    of its pieces' bitmaps (empty pieces drop out). One sync on the GPU (the
+    number of blocks; bmsparse_merge_pieces)."""
+    n = keys.shape[0]
+    if n == 0:
+        return keys, bitmaps
+    if xp is not np:
+        unions, heads = _kernels.device_arrays((n, np.uint64), (n, np.uint8))
+        _kernels.launch(_kernels.get_kernel(_KERNELS, "bmsparse_merge_pieces"), n,
+                        (keys, bitmaps, n, unions, heads))
+        first = xp.flatnonzero(heads)  # sync: the number of blocks
+        return keys[first], unions[first]
+    heads = np.ones(n, dtype=bool)
+    heads[1:] = keys[1:] != keys[:-1]
+    first = np.flatnonzero(heads)
+    # disjoint bitmaps' union is their sum: a difference of running sums
+    # (modulo 2**64, exact) between a key's first and last pieces
+    total = np.cumsum(bitmaps, dtype=np.uint64)
+    last = np.append(first[1:], n) - 1
+    unions = total[last] - total[first] + bitmaps[first]
+    live = unions != 0
+    return keys[first[live]], unions[live]

@@ -9,35 +9,23 @@
 //      the next block row (bitmap >> 8 (8 - s)); the first piece's values are
 //      the first popcount of the block's, the second's the rest. At s = 0
 //      block k is piece k. A piece may be empty.
-//   2. (CuPy's sort of the pieces by key, construct.py; a scan of the counts)
-//   3. bmsparse_construct_copy_runs : each piece's run of values to its place
-//      in the joined values (the pieces in key order, one block's pieces in
-//      row order: their values follow each other in bit order).
-//   4. bmsparse_construct_merge_pieces : at the first piece of each run of one
-//      key, the union of the run's bitmaps (their rows are disjoint) and
-//      whether it has bits: the joined matrix's blocks.
+//   2. (construct.py: CuPy's sort of the pieces by key; their runs of values
+//      moved and the pieces of one key merged by _primitives.cu's
+//      bmsparse_copy_runs and bmsparse_merge_pieces)
 //
 // Arguments (csr.h style):
-//   u64       keys[n], bitmaps[n]  - blocks of a part (1), pieces sorted by
-//                                    key (4)
-//   long long offsets[n]           - first values of the part's blocks (1)
-//   long long n                    - blocks (1), pieces (3, 4)
+//   u64       keys[n], bitmaps[n]  - blocks of a part
+//   long long offsets[n]           - first values of the part's blocks
+//   long long n                    - blocks
 //   u64       shift                - what a key gains: the part's block row
-//                                    and column in the joined matrix (1)
-//   long long s                    - rows into a block, 0..7 (1)
+//                                    and column in the joined matrix
+//   long long s                    - rows into a block, 0..7
 //   long long base                 - the part's first value in the joined
-//                                    input values (1)
-//   u64       piece_keys[n * (s ? 2 : 1)], piece_bitmaps[...]  - out (1)
-//   long long piece_starts[...]    - out: first input value of each piece (1)
-//   long long starts[n], dest[n]   - first input value and first output value
-//                                    of each sorted piece (3)
-//   T         values[...], out[...] - input values, out: the joined values (3)
-//   u64       unions[n]            - out: the union at a run's first piece (4)
-//   unsigned char heads[n]         - out: 1 at a run's first piece with bits (4)
+//                                    input values
+//   u64       piece_keys[n * (s ? 2 : 1)], piece_bitmaps[...]  - out
+//   long long piece_starts[...]    - out: first input value of each piece
 //
-// Launch: one thread per block (1) or piece (3, 4), 1-D grid.
-// Work: O(n) (1, 4: a run is the pieces of one block, at most 2 a part),
-// O(n + nnz) (3). Deterministic: no atomics.
+// Launch: one thread per block, 1-D grid. Work: O(n). Deterministic.
 // Layout: see _cuda/bitmap.cuh.
 #include "_cuda/bitmap.cuh"
 
@@ -66,35 +54,4 @@ extern "C" __global__ void bmsparse_construct_pieces(
     piece_keys[2 * k + 1] = key + (1ull << 32);
     piece_bitmaps[2 * k + 1] = lower;
     piece_starts[2 * k + 1] = start + __popcll(upper);
-}
-
-template <typename T>
-__global__ void bmsparse_construct_copy_runs(
-    const long long* __restrict__ starts, const u64* __restrict__ bitmaps,
-    const long long* __restrict__ dest, long long n, const T* __restrict__ values,
-    T* __restrict__ out)
-{
-    const long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (p >= n) return;
-    const T* from = values + starts[p];
-    T* to = out + dest[p];
-    const int count = __popcll(bitmaps[p]);
-    for (int i = 0; i < count; ++i) to[i] = from[i];
-}
-
-extern "C" __global__ void bmsparse_construct_merge_pieces(
-    const u64* __restrict__ keys, const u64* __restrict__ bitmaps, long long n,
-    u64* __restrict__ unions, unsigned char* __restrict__ heads)
-{
-    const long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (p >= n) return;
-    const u64 key = keys[p];
-    if (p > 0 && keys[p - 1] == key) {
-        heads[p] = 0;
-        return;
-    }
-    u64 all = 0;
-    for (long long q = p; q < n && keys[q] == key; ++q) all |= bitmaps[q];
-    unions[p] = all;
-    heads[p] = all != 0;
 }

@@ -21,20 +21,15 @@ import numpy as np
 
 from . import _kernels
 from ._format import BLOCK, BLOCK_SHIFT, popcount
-from ._indexing import _ranges
 from ._matrix import BitmapMatrix
-from ._primitives import exclusive_scan, stable_argsort
+from ._primitives import exclusive_scan, merge_pieces, move_runs, stable_argsort
 from ._sputils import (check_dtype, check_shape, get_array_module, gpu_module, operator_index,
                        upcast)
 
 __all__ = ["block_diag", "bmat", "diags", "eye", "hstack", "identity", "kron", "vstack"]
 
 _KERNELS = "construct.cu"
-_kernels.register(_KERNELS, {
-    "bmsparse_construct_pieces": (),
-    "bmsparse_construct_copy_runs": ("T",),
-    "bmsparse_construct_merge_pieces": (),
-})
+_kernels.register(_KERNELS, {"bmsparse_construct_pieces": ()})
 
 
 def eye(m: int, n: int | None = None, *, k: int = 0, dtype: Any = np.float64,
@@ -406,7 +401,7 @@ def _join_blocks(xp: Any, parts: list[tuple[BitmapMatrix, int, int]], shape: tup
     in key order already (concatenated); otherwise the pieces are sorted by
     key (stably: the pieces meeting in one block come in row order, as
     their runs of values must), their runs of values moved with them, and
-    the pieces of one block merged (:func:`_merge_pieces`)."""
+    the pieces of one block merged (``_primitives.merge_pieces``)."""
     pattern = dtype == np.bool_
     values = None if pattern else _concatenate(
         xp, dtype, [m._data().astype(dtype, copy=False) for m, _, _ in parts])
@@ -418,11 +413,13 @@ def _join_blocks(xp: Any, parts: list[tuple[BitmapMatrix, int, int]], shape: tup
     else:
         order = stable_argsort(xp, keys)
         keys, bitmaps, starts = keys[order], bitmaps[order], starts[order]
+        counts = popcount(bitmaps)
         if not pattern:
-            values = _move_runs(xp, values, starts, bitmaps, nnz[-1])
+            values = move_runs(xp, values, starts, counts, nnz[-1])
         if cut:
-            keys, bitmaps = _merge_pieces(xp, keys, bitmaps)
-        offsets = exclusive_scan(xp, popcount(bitmaps))
+            keys, bitmaps = merge_pieces(xp, keys, bitmaps)
+            counts = popcount(bitmaps)
+        offsets = exclusive_scan(xp, counts)
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, shape, dtype, nnz=nnz[-1])
 
 
@@ -439,8 +436,8 @@ def _pieces(xp: Any, parts: list[tuple[BitmapMatrix, int, int]],
     the block's, the first ``popcount`` of them and the rest. Each block
     gives both pieces, in that order; one may be empty (its run too), and
     the lower piece of a block in the last block row a key can name wraps
-    to block row 0 (it is empty: no row lies below): :func:`_merge_pieces`
-    drops empty pieces. See construct.cu, step 1.
+    to block row 0 (it is empty: no row lies below): ``merge_pieces`` drops
+    empty pieces. See construct.cu.
     """
     sizes = [m.nblocks * (2 if r % BLOCK else 1) for m, r, _ in parts]
     if xp is not np:
@@ -478,46 +475,6 @@ def _pieces_cuda(parts: list[tuple[BitmapMatrix, int, int]], nnz: list[int],
             m.keys, m.bitmaps, m.offsets, m.nblocks, _shift(r, c), r % BLOCK, base,
             keys[at:at + size], bitmaps[at:at + size], starts[at:at + size]))
     return keys, bitmaps, starts
-
-
-def _move_runs(xp: Any, values: Any, starts: Any, bitmaps: Any, nnz: int) -> Any:
-    """The runs of ``values`` at ``starts``, ``popcount(bitmaps)`` long
-    (int64, uint64 [n]), one after another (``nnz`` in all). See
-    construct.cu, step 3."""
-    counts = popcount(bitmaps)
-    if xp is np:
-        return values[_ranges(np, starts, counts, nnz)[1]]
-    out = xp.empty(nnz, dtype=values.dtype)
-    kernel = _kernels.get_kernel(_KERNELS, "bmsparse_construct_copy_runs", T=values.dtype)
-    _kernels.launch(kernel, starts.shape[0], (starts, bitmaps, exclusive_scan(xp, counts),
-                                              starts.shape[0], values, out))
-    return out
-
-
-def _merge_pieces(xp: Any, keys: Any, bitmaps: Any) -> tuple[Any, Any]:
-    """Blocks from pieces sorted by key (uint64 [n] each), whose rows within
-    one key are disjoint: the keys that have bits, and the union of their
-    pieces' bitmaps. One sync (the number of blocks). See construct.cu,
-    step 4."""
-    n = keys.shape[0]
-    if n == 0:
-        return keys, bitmaps
-    if xp is np:
-        heads = np.ones(n, dtype=bool)
-        heads[1:] = keys[1:] != keys[:-1]
-        run = np.cumsum(heads) - 1  # each piece's run of one key
-        last = np.searchsorted(run, run, side="right") - 1
-        # the sum of a run's disjoint bitmaps is their union: a difference of
-        # prefix sums (modulo 2**64, exact) at each run's first piece
-        total = np.cumsum(bitmaps, dtype=np.uint64)
-        unions = total[last] - total + bitmaps
-        heads &= unions != 0
-    else:
-        unions, heads = _kernels.device_arrays((n, np.uint64), (n, np.uint8))
-        _kernels.launch(_kernels.get_kernel(_KERNELS, "bmsparse_construct_merge_pieces"), n,
-                        (keys, bitmaps, n, unions, heads))
-    first = xp.flatnonzero(heads)  # sync: the number of blocks
-    return keys[first], unions[first]
 
 
 def _shift(r: int, c: int) -> np.uint64:

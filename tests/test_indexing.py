@@ -309,14 +309,20 @@ def refuse_conversions(monkeypatch) -> list[int]:
     monkeypatch.setattr(convert, "bitmap_to_csr", refuse)
     monkeypatch.setattr(BitmapMatrix, "from_coo", classmethod(refuse))
     sizes = []
-    ranges = _indexing._ranges
+    ranges, move_runs = _indexing.ranges, _indexing.move_runs
 
-    def spy(xp, starts, counts):
-        owner, index = ranges(xp, starts, counts)
+    def spy_ranges(xp, starts, counts, total=None):
+        owner, index = ranges(xp, starts, counts, total)
         sizes.append(index.shape[0])
         return owner, index
 
-    monkeypatch.setattr(_indexing, "_ranges", spy)
+    def spy_runs(xp, values, starts, counts, total=None):
+        out = move_runs(xp, values, starts, counts, total)
+        sizes.append(out.shape[0])
+        return out
+
+    monkeypatch.setattr(_indexing, "ranges", spy_ranges)
+    monkeypatch.setattr(_indexing, "move_runs", spy_runs)
     return sizes
 
 

@@ -90,3 +90,47 @@ def test_scan_totals_without_mapped_host_memory(monkeypatch):
     scan, totals = _primitives.scan_totals(cupy, cupy.asarray(values), 3)
     assert totals == [6, 21, 45]
     np.testing.assert_array_equal(scan.get(), np.concatenate([[0], np.cumsum(values)]))
+
+
+def random_pieces(n, seed):
+    """Pieces sorted by key: 1-4 pieces a key, rows of one block split among
+    them (disjoint bits), some empty, and the runs each piece's values take."""
+    rng = np.random.default_rng(seed)
+    keys, bitmaps = [], []
+    for key in np.unique(rng.integers(0, 4 * n + 1, n).astype(np.uint64) << np.uint64(3)):
+        full = int(rng.integers(0, 1 << 63)) | (1 << int(rng.integers(0, 64)))
+        if rng.random() < 0.1:
+            full = 0  # a key whose pieces are all empty
+        cuts = sorted(int(c) for c in rng.choice(np.arange(1, 8), int(rng.integers(0, 4)),
+                                                  replace=False))
+        for lo, hi in zip([0, *cuts], [*cuts, 8]):
+            keys.append(key)
+            bitmaps.append(full & ((1 << (8 * hi)) - 1) & ~((1 << (8 * lo)) - 1))
+    return np.array(keys, dtype=np.uint64), np.array(bitmaps, dtype=np.uint64)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_merge_pieces_unions_each_key(xp, n):
+    keys, bitmaps = random_pieces(n, n)
+    got_keys, got_bitmaps = _primitives.merge_pieces(xp, xp.asarray(keys), xp.asarray(bitmaps))
+    unions = {}
+    for k, b in zip(keys.tolist(), bitmaps.tolist()):
+        unions[k] = unions.get(k, 0) | b
+    want = sorted((k, b) for k, b in unions.items() if b)
+    got = list(zip(np.asarray(got_keys.tolist(), dtype=np.uint64).tolist(),
+                   np.asarray(got_bitmaps.tolist(), dtype=np.uint64).tolist()))
+    assert got == want
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.int32])
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_move_runs_puts_the_runs_in_turn(xp, n, dtype):
+    rng = np.random.default_rng(n)
+    values = (rng.standard_normal(5 * n + 3) * 100).astype(dtype)
+    counts = rng.integers(0, 9, n)
+    starts = np.array([rng.integers(0, values.shape[0] - c + 1) for c in counts], dtype=np.int64)
+    want = np.concatenate([values[s:s + c] for s, c in zip(starts, counts)] + [values[:0]])
+    for total in (None, int(counts.sum())):
+        got = _primitives.move_runs(xp, xp.asarray(values), xp.asarray(starts),
+                                    xp.asarray(counts), total)
+        np.testing.assert_array_equal(got.get() if xp is not np else got, want)

@@ -294,19 +294,23 @@ class BitmapMatrix(ElementwiseFunctions):
                                                    source._values, nnz,
                                                    nblocks_along(source._shape[0]),
                                                    nblocks_along(source._shape[1]),
-                                                   source._derived("column_pointer"))
-            # the transpose's column order is the source's: kept for A.T @ x
-            if column is not None:
-                source._keep("column_pointer", column)
+                                                   source._kept_column_pointer())
             self._keys, self._bitmaps, self._offsets, self._values = arrays
             # the source's count and dtype now: its arrays may have been
             # replaced since this transpose was made
             self._nnz, self._dtype = source._nnz, source._dtype
             self._transpose_of = None
-            if not isinstance(keys, np.ndarray):
+            if isinstance(keys, np.ndarray):
+                if column is not None:
+                    source._keep("column_pointer", column)
+            else:
                 # an event now (after the launch), so that the reads once the
-                # transpose has run cost nothing: a matrix is read often
-                self._made = _derived.Made(None, True, recorded=True)
+                # transpose has run cost nothing: a matrix is read often.
+                # The transpose's column order is the source's, kept for
+                # A.T @ x, made by the same work: one record for both
+                self._made = _derived.Made(column, True, recorded=True)
+                if column is not None:
+                    source._cache["column_pointer"] = self._made
         elif self._made is not None:
             if self._made.done():
                 self._made = None
@@ -362,11 +366,19 @@ class BitmapMatrix(ElementwiseFunctions):
         """The blocks in (block column, block row) order and the block-column
         pointer into that order (int64 [nblocks], int64 [nbcols + 1]),
         computed once (or kept from the transpose)."""
-        column = self._derived("column_pointer")
+        column = self._kept_column_pointer()
         if column is None:
             column = self._keep("column_pointer", _transpose.column_pointer(
                 self.keys, nblocks_along(self.shape[0]), nblocks_along(self.shape[1])))
         return column
+
+    def _kept_column_pointer(self) -> tuple[Any, Any] | None:
+        """The column pointer kept (None if none), as arrays: a transpose on
+        the GPU keeps a :class:`transpose.ColumnPointer`, made arrays here."""
+        column = self._derived("column_pointer")
+        if column is None or type(column) is tuple:
+            return column
+        return column.arrays()
 
     def _column_order(self) -> Any:
         """The blocks in (block column, block row) order, computed once

@@ -84,6 +84,7 @@ TILE_COUNTERS = 3
 TILE_GRID_COUNTERS = 6
 TILE_MOST_BLOCKS = 2048
 TILE_VALUES = 6
+_INT64 = np.dtype(np.int64)
 
 
 def column_order(keys: Any) -> Any:
@@ -115,7 +116,7 @@ def column_pointer(keys: Any, nbrows: int, nbcols: int) -> tuple[Any, Any]:
     """
     xp = get_array_module(keys)
     if xp is not np and _one_launch(keys.shape[0], 0, nbcols):
-        return _columns_cuda(keys, None, None, None, nbrows, nbcols)[4:]
+        return _columns_cuda(keys, None, None, None, nbrows, nbcols)[4]
     order = column_order(keys)
     cols = block_cols_of(keys)[order]
     ptr = xp.searchsorted(cols, xp.arange(nbcols + 1, dtype=xp.int64)).astype(xp.int64)
@@ -131,7 +132,8 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbro
     keys, bitmaps : uint64 [nblocks]
     offsets : int64 [nblocks + 1]
     values : T [nnz] or None
-        C-contiguous, as a BitmapMatrix's arrays are (the GPU kernel is
+        One matrix's arrays: on one device and C-contiguous, as a
+        BitmapMatrix's are (only the keys are checked; the GPU kernel is
         launched without checking).
     nnz : int
         Values of A (``offsets[-1]``), or a bound of them (64 a block) when
@@ -148,19 +150,20 @@ def transpose(keys: Any, bitmaps: Any, offsets: Any, values: Any, nnz: int, nbro
     t_keys, t_bitmaps : uint64 [nblocks]
     t_offsets : int64 [nblocks + 1]
     t_values : T [nnz] or None
-    column : (order, ptr) or None
-        :func:`column_pointer` of ``keys``, to keep with A (None for a
-        :func:`hypersparse` A, whose pointer would scale with its shape).
+    column : (order, ptr), ColumnPointer or None
+        :func:`column_pointer` of ``keys``, to keep with A: from the
+        one-launch kernel a :class:`ColumnPointer` (arrays once read); None
+        for a :func:`hypersparse` A, whose pointer would scale with its shape.
 
     Notes
     -----
     O(nblocks + nbcols + nnz) work and the sort of each block column; no
     sync. Values are only moved.
     """
-    xp = get_array_module(keys, bitmaps, offsets, values)
+    # (one matrix's arrays, on one device: the keys tell which)
+    xp = get_array_module(keys)
     if xp is not np and _one_launch(keys.shape[0], nnz, nbcols):
-        out = _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols)
-        return (*out[:4], out[4:])
+        return _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols, lazy=True)
     if column is not None:
         order = column[0]
     elif hypersparse(keys.shape[0], nbcols):
@@ -285,9 +288,30 @@ def _plan(nblocks: int, nbrows: int, nbcols: int, nvalues: int | None, dtype: np
                  placed + 4 * (nblocks + 2 * (nblocks // 4 + 1)))
 
 
-def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
+class ColumnPointer:
+    """A's column order and pointer (:func:`column_pointer`) as the one-launch
+    kernel wrote them, made arrays when first read: a transpose whose
+    products never read them makes no array object (about 2 us each)."""
+
+    __slots__ = ("_memory", "_nblocks", "_nbcols", "_arrays")
+
+    def __init__(self, memory: Any, nblocks: int, nbcols: int) -> None:
+        self._memory, self._nblocks, self._nbcols = memory, nblocks, nbcols
+        self._arrays: tuple[Any, Any] | None = None
+
+    def arrays(self) -> tuple[Any, Any]:
+        """(order int64 [nblocks], ptr int64 [nbcols + 1])."""
+        if self._arrays is None:
+            self._arrays = (_kernels.device_array(self._memory, 0, self._nblocks, _INT64),
+                            _kernels.device_array(self._memory, 8 * self._nblocks,
+                                                  self._nbcols + 1, _INT64))
+        return self._arrays
+
+
+def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols, lazy=False):
     """``bmsparse_transpose_columns``: (t_keys, t_bitmaps, t_offsets, t_values,
-    order, ptr), the first four None without ``bitmaps``. The arrays must be
+    column), the first four None without ``bitmaps``; ``column`` (order, ptr),
+    or with ``lazy`` a :class:`ColumnPointer`. The arrays must be
     C-contiguous (a BitmapMatrix's are): the launch does not check them."""
     import cupy
 
@@ -299,30 +323,31 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols):
                  _kernels._GET_DEVICE())
     # raw memory (an ndarray costs microseconds), the arrays made after the
     # launch, while the kernel runs; one allocation per group that lives and
-    # dies together: the scratch; A's column order and pointer; A.T's index
-    # arrays; A.T's values
+    # dies together: the scratch; A's column order and pointer; A.T's blocks
+    # and values (after its index arrays, at a multiple of 256 bytes)
     work = cupy.cuda.alloc(plan.scratch)
     column = cupy.cuda.alloc(8 * (nblocks + nbcols + 1))
-    blocks = None if bitmaps is None else _kernels.alloc_blocks(nblocks)
-    t_values = None if values is None else cupy.cuda.alloc(values.nbytes)
+    at_values = -(-8 * (3 * nblocks + 1) // 256) * 256
+    blocks = None if bitmaps is None else cupy.cuda.alloc(
+        at_values + (0 if values is None else values.nbytes))
     # a flag, not null pointers, tells the kernel which outputs to write
     outputs = 0 if blocks is None else 1 if values is None else 2
-    t_blocks = (0, 0, 0) if blocks is None else \
-        (blocks.ptr, blocks.ptr + 8 * nblocks, blocks.ptr + 16 * nblocks)  # block_arrays'
+    t_blocks = (0, 0, 0, 0) if blocks is None else \
+        (blocks.ptr, blocks.ptr + 8 * nblocks, blocks.ptr + 16 * nblocks,  # block_arrays'
+         0 if values is None else blocks.ptr + at_values)
     heads = (keys.data.ptr, 0 if bitmaps is None else bitmaps.data.ptr,
              0 if bitmaps is None else offsets.data.ptr, 0 if values is None else values.data.ptr)
     placed = () if plan.tiles else (work.ptr + plan.placed,)
     plan.launch(_kernels._CURRENT_STREAM().ptr, plan.grid, (
         *heads, *plan.sizes, outputs, _kernels.barrier_words(), work.ptr,
-        column.ptr + 8 * nblocks, *placed, column.ptr, *t_blocks,
-        0 if t_values is None else t_values.ptr))
-    order = _kernels.device_array(column, 0, nblocks, np.int64)
-    ptr = _kernels.device_array(column, 8 * nblocks, nbcols + 1, np.int64)
+        column.ptr + 8 * nblocks, *placed, column.ptr, *t_blocks))
+    pointer = ColumnPointer(column, nblocks, nbcols)
+    kept = pointer if lazy else pointer.arrays()
     if blocks is None:
-        return None, None, None, None, order, ptr
+        return None, None, None, None, kept
     return (*_kernels.block_arrays(blocks, nblocks),
-            None if values is None else _kernels.device_array(t_values, 0, values.shape[0],
-                                                              values.dtype), order, ptr)
+            None if values is None else _kernels.device_array(blocks, at_values, values.shape[0],
+                                                              values.dtype), kept)
 
 
 def _transpose_cuda(keys, bitmaps, offsets, values, order):

@@ -11,10 +11,20 @@ from bmsparse.spmv import column_blocks
 
 from .helpers import assert_same_csr, random_csr
 
+
+def _transposes_column_pointer(m: BitmapMatrix):
+    """The column pointer a transpose of ``m`` keeps with it (made by the
+    first call: the transpose's kernel writes it)."""
+    if "column_pointer" not in m._cache:
+        m.T.keys  # noqa: B018 - a made transpose
+    return m._column_pointer()[1]
+
+
 # each kept array, as a call reads it: (name, the array)
 KEPT = {
     "row pointer": lambda m: m._row_pointer(),
     "column pointer": lambda m: m._column_pointer()[1],
+    "column pointer of a transpose": _transposes_column_pointer,
     "column order": lambda m: m._column_order(),
     "column-major keys": lambda m: column_blocks(m)[0],
     "scalar rows": lambda m: rowscalar.rows(m)[1],

@@ -2042,14 +2042,16 @@ def _inferred_shape(rows: Any, cols: Any, form: str = "COO",
         raise ValueError(f"cannot infer the shape of {form} arrays without entries: "
                          f"pass shape=")
     xp = get_array_module(*(x for x in (rows, cols) if _is_array(x)))
-    rows, cols = xp.asarray(rows), xp.asarray(cols)
-    for x in (rows, cols):
+    # (a CSR triple's columns are its indices for both: one reduction)
+    arrays = [xp.asarray(rows)] if rows is cols else [xp.asarray(rows), xp.asarray(cols)]
+    for x in arrays:
         # (before max(): NumPy's own error for strings names no argument)
         if x.dtype.kind not in "iu":
             raise TypeError(f"the index arrays of {form} input must be integer arrays, got "
                             f"{x.dtype.name}")
-    # sync: both largest indices in one read
-    return tuple(int(x) + 1 for x in xp.stack([rows.max(), cols.max()]).tolist())
+    # sync: the largest indices in one read
+    largest = [int(x) + 1 for x in xp.stack([x.max() for x in arrays]).tolist()]
+    return largest[0], largest[-1]
 
 
 def _is_array(x: Any) -> bool:

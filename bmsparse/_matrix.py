@@ -145,6 +145,9 @@ class BitmapMatrix(ElementwiseFunctions):
         float64, complex64, complex128.
     copy : bool
         Copy the arrays of a BitmapMatrix argument.
+    maxprint : int, optional
+        The stored entries ``str()`` shows at most (50 by default), as
+        scipy's.
 
     Attributes
     ----------
@@ -181,7 +184,8 @@ class BitmapMatrix(ElementwiseFunctions):
     format = "bmp"
     ndim = 2
 
-    def __init__(self, arg: Any, shape: Any = None, dtype: Any = None, copy: bool = False):
+    def __init__(self, arg: Any, shape: Any = None, dtype: Any = None, copy: bool = False, *,
+                 maxprint: int | None = None):
         if dtype is not None and not isinstance(arg, BitmapMatrix) and hasattr(arg, "astype") \
                 and getattr(arg, "dtype", None) not in SUPPORTED_DTYPES:
             # an input of a dtype we do not store (int8, float16, ...): cast
@@ -232,6 +236,8 @@ class BitmapMatrix(ElementwiseFunctions):
             src = src.astype(dtype)
         self._set(src.keys, src.bitmaps, src.offsets, src.values, src.shape, src.dtype,
                   src._nnz)
+        if maxprint is not None:
+            self.maxprint = maxprint
 
     def _store(self, attr: str, value: Any) -> None:
         """Replace block array ``attr`` ("_keys", ...) by ``value``, already checked
@@ -623,6 +629,39 @@ class BitmapMatrix(ElementwiseFunctions):
         return True
 
     @property
+    def maxprint(self) -> int:
+        """The stored entries ``str(A)`` shows at most, as scipy's (50 unless
+        set on this matrix or given to its constructor; copies start at 50,
+        as scipy's do)."""
+        return self.__dict__.get("_maxprint", MAXPRINT)
+
+    @maxprint.setter
+    def maxprint(self, value: Any) -> None:
+        value = operator_index(value, "maxprint")
+        if value < 0:
+            raise ValueError(f"maxprint must be non-negative, got {value}")
+        self._maxprint = value
+
+    @property
+    def has_sorted_indices(self) -> bool:
+        """Always True, as :attr:`has_canonical_format`."""
+        return True
+
+    def sum_duplicates(self) -> None:
+        """Nothing to do, as scipy's on a canonical matrix: no entry is stored twice."""
+
+    def sort_indices(self) -> None:
+        """Nothing to do, as scipy's on a canonical matrix: entries are stored in order."""
+
+    def sorted_indices(self) -> BitmapMatrix:
+        """A copy (:meth:`copy`), as scipy's: the entries are in order already."""
+        return self.copy()
+
+    def prune(self) -> None:
+        """Nothing to do, as scipy's after its arrays were trimmed: a matrix's
+        arrays hold its stored entries and no more."""
+
+    @property
     def T(self) -> BitmapMatrix:
         return self.transpose()
 
@@ -736,13 +775,15 @@ class BitmapMatrix(ElementwiseFunctions):
         """The repr, then the stored entries as scipy.sparse prints them
         (``(row, col)`` and the value, a tab between), in their stored
         order: block by block, each block's entries row by row. Of more than
-        ``MAXPRINT`` (50), the first and last 25 with a ``:`` line between,
-        as scipy's; only the blocks holding them are read."""
+        ``maxprint`` (50 unless set), the first and last ``maxprint // 2``
+        with a ``:`` line between, as scipy's; only the blocks holding them
+        are read."""
         lines = [repr(self)]
         nnz = self.nnz
         if nnz:
-            half = MAXPRINT // 2
-            spans = [(0, nnz)] if nnz <= MAXPRINT else [(0, half), (nnz - half, nnz)]
+            most = self.maxprint
+            half = most // 2
+            spans = [(0, nnz)] if nnz <= most else [(0, half), (nnz - half, nnz)]
             lines.append("  Coords\tValues")
             for k, (start, stop) in enumerate(spans):
                 if k:
@@ -1016,6 +1057,23 @@ class BitmapMatrix(ElementwiseFunctions):
         out = self.T.tocsr().T  # the CSR arrays of A.T are A's CSC arrays
         out.has_sorted_indices = True
         return out
+
+    def tobsr(self, blocksize: tuple[int, int] | None = None, copy: bool = False) -> Any:
+        """scipy's ``bsr_array`` (on the host only; ``blocksize`` as scipy's)."""
+        out = self.asformat("bsr")
+        return out if blocksize is None else out.tobsr(blocksize=blocksize)
+
+    def todia(self, copy: bool = False) -> Any:
+        """scipy's ``dia_array`` (on the host only)."""
+        return self.asformat("dia")
+
+    def todok(self, copy: bool = False) -> Any:
+        """scipy's ``dok_array`` (on the host only)."""
+        return self.asformat("dok")
+
+    def tolil(self, copy: bool = False) -> Any:
+        """scipy's ``lil_array`` (on the host only)."""
+        return self.asformat("lil")
 
     def asformat(self, format: str | None, copy: bool = False) -> Any:
         """This matrix in ``format``, as scipy's ``asformat``.

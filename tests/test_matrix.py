@@ -619,6 +619,54 @@ def test_str_prints_the_stored_entries_as_scipy(case, xp):
     assert [v for _, v in printed] == [str(values[p]) for p in shown]
 
 
+@pytest.mark.parametrize("maxprint", [0, 1, 4, 7, 60])
+def test_str_shows_maxprint_entries_as_scipy(maxprint, xp):
+    # scipy's maxprint, given to the constructor or set on the matrix: of
+    # more entries, the first and last maxprint // 2
+    want = sp.csr_array(random_matrix((30, 20), 0.1, "float64", seed=22))
+    coo = want.tocoo()
+    ordered = sorted(zip(coo.row.tolist(), coo.col.tolist()), key=_stored_order)
+    assert len(ordered) == 60
+    by_constructor = BitmapMatrix(ours(want, xp), maxprint=maxprint)
+    by_attribute = ours(want, xp)
+    by_attribute.maxprint = maxprint
+    for a in (by_constructor, by_attribute):
+        assert a.maxprint == maxprint
+        lines = str(a).split("\n")
+        if maxprint >= 60:
+            assert [p for p, _ in _printed_entries(lines[2:])] == ordered
+            continue
+        half = maxprint // 2
+        assert lines[2 + half] == "  :\t:" and len(lines) == 3 + 2 * half
+        shown = _printed_entries(lines[2:2 + half] + lines[3 + half:])
+        assert [p for p, _ in shown] == ordered[:half] + (ordered[-half:] if half else [])
+    # a copy starts at 50 again, as scipy's copies do
+    assert by_attribute.copy().maxprint == 50
+
+
+@pytest.mark.parametrize("value, error", [(-1, ValueError), (2.5, TypeError), ("4", TypeError)])
+def test_maxprint_is_a_non_negative_integer(value, error):
+    a = BitmapMatrix(np.eye(3))
+    with pytest.raises(error, match="maxprint"):
+        a.maxprint = value
+    with pytest.raises(error, match="maxprint"):
+        BitmapMatrix(np.eye(3), maxprint=value)
+    assert a.maxprint == 50
+
+
+def test_scipys_canonical_form_methods_have_nothing_to_do(xp):
+    # code written for scipy calls them; a BitmapMatrix is always canonical
+    want = sp.csr_array(random_matrix((20, 13), 0.3, "float64", seed=23))
+    a = ours(want, xp)
+    arrays = (a.keys, a.bitmaps, a.offsets, a.values)
+    assert a.has_sorted_indices and a.has_canonical_format
+    assert a.sum_duplicates() is None and a.sort_indices() is None and a.prune() is None
+    assert all(x is y for x, y in zip((a.keys, a.bitmaps, a.offsets, a.values), arrays))
+    copy = a.sorted_indices()
+    assert copy is not a and copy.keys is not a.keys
+    assert_same_csr(copy.get().to_scipy(), want, rtol=0)
+
+
 def test_str_of_a_hypersparse_matrix_and_a_pattern(xp):
     # only the blocks holding the shown entries are read: a shape of 2^35
     # rows builds nothing per row

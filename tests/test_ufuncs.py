@@ -529,6 +529,25 @@ def test_asformat(dtype, format):
     np.testing.assert_array_equal(_dense(got), _dense(want))
 
 
+@pytest.mark.parametrize("format", ["bsr", "dia", "dok", "lil"])
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float64", "complex64"])
+def test_to_a_host_only_format_as_scipy(dtype, format):
+    # A.tobsr() ... A.tolil(), as code written for scipy calls them
+    a = named("tall", dtype)
+    got = getattr(BitmapMatrix(a), "to" + format)()
+    want = getattr(a, "to" + format)()
+    assert type(got) is type(want) and got.dtype == want.dtype
+    np.testing.assert_array_equal(_dense(got), _dense(want))
+
+
+def test_tobsr_takes_scipys_blocksize():
+    a = named("tall", "float64")[:36]  # (36 x 21: rows and columns divided by 4 and 3)
+    got = BitmapMatrix(a).tobsr(blocksize=(4, 3))
+    want = a.tobsr(blocksize=(4, 3))
+    assert got.blocksize == want.blocksize == (4, 3)
+    np.testing.assert_array_equal(got.toarray(), want.toarray())
+
+
 @pytest.mark.parametrize("format", ["csr", "csc", "coo", "array", "dense"])
 def test_asformat_on_the_gpu(format, xp):
     a = named("tall", "float64")
@@ -550,8 +569,12 @@ def test_asformat_of_an_unknown_format_raises(format):
 def test_asformat_of_a_host_only_format_on_the_gpu_raises():
     import cupy
 
+    m = ours(named("tall", "float64"), cupy)
     with pytest.raises(ValueError, match=r"format 'lil' is not one cupyx.scipy.sparse converts"):
-        ours(named("tall", "float64"), cupy).asformat("lil")
+        m.asformat("lil")
+    for format in ("bsr", "dia", "dok", "lil"):
+        with pytest.raises(ValueError, match=f"format {format!r} is not one cupyx"):
+            getattr(m, "to" + format)()
 
 
 @pytest.mark.parametrize("convert", [lambda m: m.tocoo(), lambda m: m.asformat("coo", copy=True)])

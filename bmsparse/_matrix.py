@@ -2086,6 +2086,10 @@ def _cast_input(values: Any, dtype: Any, *indices: Any) -> Any:
     if dtype is None or values is None:
         return values
     xp = get_array_module(*(x for x in (values, *indices) if _is_array(x)))
+    if not _is_array(values):
+        # a list is built in dtype, as scipy builds it: complex numbers in a
+        # real dtype are a TypeError, not a cast that drops their imaginary parts
+        return xp.asarray(values, dtype=check_dtype(dtype))
     return xp.asarray(values).astype(check_dtype(dtype), copy=False)
 
 

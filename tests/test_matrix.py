@@ -1100,6 +1100,30 @@ def test_a_dtype_casts_an_input_of_a_dtype_not_stored(make):
         BitmapMatrix(make(), shape=shape)
 
 
+def _triplets_or_csr(form: str, values: list, xp) -> tuple:
+    """Two entries on the diagonal of a 2 x 2 matrix, as COO triplets or CSR
+    arrays, with ``values`` a list and the indices ``xp`` arrays."""
+    index = xp.asarray(np.array([0, 1]))
+    return (values, (index, index)) if form == "COO" else \
+        (values, index, xp.asarray(np.array([0, 1, 2])))
+
+
+@pytest.mark.parametrize("form", ["COO", "CSR"])
+def test_values_in_a_list_are_built_in_the_dtype_as_scipy(form, xp):
+    # complex numbers in a real dtype raise, as scipy's: they were cast, their
+    # imaginary parts dropped (NumPy's ComplexWarning), 3j a stored zero
+    for dtype in (np.float64, np.int64):
+        with pytest.raises(TypeError):
+            sp.csr_array(_triplets_or_csr(form, [1 + 2j, 3j], np), dtype=dtype)
+        with pytest.raises(TypeError):
+            BitmapMatrix(_triplets_or_csr(form, [1 + 2j, 3j], xp), dtype=dtype)
+    # real numbers are cast, as scipy casts them
+    got = BitmapMatrix(_triplets_or_csr(form, [0.5, 2.5], xp), dtype=np.int64)
+    want = sp.csr_array(_triplets_or_csr(form, [0.5, 2.5], np), dtype=np.int64)
+    assert got.dtype == want.dtype
+    assert_same_csr(got.get().to_scipy(), want, rtol=0)
+
+
 def test_assigned_block_arrays_give_their_own_nnz_and_dtype(xp):
     # the setter kept the old count: nnz, max() and a pattern's toarray went
     # wrong; a lazy transpose made before kept it too

@@ -478,8 +478,9 @@ def barrier_words() -> int:
     (``_cuda/grid.cuh``) for launches on the current stream and device.
 
     Zeroed once, when first asked for, and never again: every launch that
-    uses them leaves them ready for the next (the last thread block to
-    arrive resets the arrivals; the generation only counts up), so a
+    uses them leaves them ready for the next (the arrivals count back to
+    zero as the last thread block arrives; the generation only counts up;
+    ``_cuda/grid.cuh``), so a
     cooperative launch needs no memset for its barrier (about 6 us of host
     time). Launches on one stream run one after another and may share
     them; each stream object has its own, freed with it by ``cudaFree``,

@@ -313,8 +313,6 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols, lazy=False):
     column), the first four None without ``bitmaps``; ``column`` (order, ptr),
     or with ``lazy`` a :class:`ColumnPointer`. The arrays must be
     C-contiguous (a BitmapMatrix's are): the launch does not check them."""
-    import cupy
-
     nblocks = keys.shape[0]
     if _kernels._GET_DEVICE is None:
         _kernels.bind_cupy()
@@ -325,10 +323,10 @@ def _columns_cuda(keys, bitmaps, offsets, values, nbrows, nbcols, lazy=False):
     # launch, while the kernel runs; one allocation per group that lives and
     # dies together: the scratch; A's column order and pointer; A.T's blocks
     # and values (after its index arrays, at a multiple of 256 bytes)
-    work = cupy.cuda.alloc(plan.scratch)
-    column = cupy.cuda.alloc(8 * (nblocks + nbcols + 1))
+    work = _kernels._ALLOC(plan.scratch)
+    column = _kernels._ALLOC(8 * (nblocks + nbcols + 1))
     at_values = -(-8 * (3 * nblocks + 1) // 256) * 256
-    blocks = None if bitmaps is None else cupy.cuda.alloc(
+    blocks = None if bitmaps is None else _kernels._ALLOC(
         at_values + (0 if values is None else values.nbytes))
     # a flag, not null pointers, tells the kernel which outputs to write
     outputs = 0 if blocks is None else 1 if values is None else 2

@@ -94,7 +94,8 @@ def assert_barriers_kept_by_stream(compute: Callable[[], None]) -> None:
     """Run ``compute`` (a cooperative launch of several thread blocks that
     checks its own result) three times on each of two streams, twice in turn,
     and check that the launches' barrier words are each stream's own, reused,
-    and left ready: no arrivals, the generation moved."""
+    and left ready: no arrivals counted (the top bit of the arrivals word
+    flips at each barrier; grid.cuh)."""
     import cupy
 
     from bmsparse import _kernels
@@ -110,9 +111,9 @@ def assert_barriers_kept_by_stream(compute: Callable[[], None]) -> None:
                 compute()
     assert pointers[:2] == pointers[2:] and len({here, *pointers}) == 3
     for pointer in pointers[:2]:
-        arrivals, generation = barrier_words_at(pointer)
-        assert arrivals == 0 and generation > 0
-    assert barrier_words_at(here)[0] == 0
+        arrivals, _ = barrier_words_at(pointer)
+        assert int(arrivals) & ((1 << 63) - 1) == 0
+    assert int(barrier_words_at(here)[0]) & ((1 << 63) - 1) == 0
 
 
 def run_in_threads(run: Callable[[int], None], n: int, what: str) -> None:

@@ -153,3 +153,58 @@ def test_prepared_launch_from_threads_keeps_each_call_its_arguments():
     cupy.cuda.Device().synchronize()
     for order, out in zip(orders, outs):
         np.testing.assert_array_equal(out.get(), popcount(bitmaps[order]))
+
+
+# every block publishes a value a round, then reads every block's: a barrier
+# that let a block through early shows as a value of another round.
+# grid_barrier_then's last() writes a word that every block reads after it
+_BARRIER_PROBE = r'''
+extern "C" __global__ void barrier_probe(u64* bar, long long rounds, long long* slots,
+                                         unsigned long long* wrong)
+{
+    const long long blocks = gridDim.x;
+    grid_barrier(bar);  // (an odd count of barriers a launch)
+    for (long long r = 0; r < rounds; ++r) {
+        if (threadIdx.x == 0) slots[blockIdx.x] = r * blocks + blockIdx.x;
+        if (r & 1) {
+            grid_barrier(bar);
+        } else {
+            grid_barrier_then(bar, [&] { if (threadIdx.x == 0) slots[blocks] = r; });
+            if (threadIdx.x == 0 && __ldcg(slots + blocks) != r) atomicAdd(wrong, 1ull);
+        }
+        for (long long b = threadIdx.x; b < blocks; b += blockDim.x)
+            if (__ldcg(slots + b) != r * blocks + b) atomicAdd(wrong, 1ull);
+        grid_barrier(bar);  // every read of this round before the next round's writes
+    }
+}
+'''
+
+
+@pytest.mark.gpu
+def test_grid_barriers_hold_every_block_and_leave_their_words_ready():
+    import cupy
+
+    kernel = cupy.RawKernel(_kernels.source("_cuda/grid.cuh") + _BARRIER_PROBE,
+                            "barrier_probe", options=_kernels.COMPILE_OPTIONS)
+    grid = _kernels.resident_blocks(kernel, 128)  # every block resident
+    assert grid > 1
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        words = _kernels.barrier_words()
+        before = cupy.ndarray((2,), cupy.uint64, cupy.cuda.MemoryPointer(
+            cupy.cuda.UnownedMemory(words, 16, None), 0)).get()
+        slots = cupy.zeros(grid + 1, dtype=cupy.int64)
+        wrong = cupy.zeros(1, dtype=cupy.uint64)
+        for rounds in (7, 8, 1):  # odd, even and one: the top bit flips each barrier
+            _kernels.launch(kernel, grid * 128, (words, rounds, slots, wrong), block=128,
+                            cooperative=True)
+        stream.synchronize()
+        arrivals, generation = cupy.ndarray((2,), cupy.uint64, cupy.cuda.MemoryPointer(
+            cupy.cuda.UnownedMemory(words, 16, None), 0)).get()
+    assert int(wrong.get()[0]) == 0
+    # ready for the next launch: no arrival counted; the generation moved by
+    # each grid_barrier_then (the even rounds), the top bit by every barrier
+    assert int(arrivals) & ((1 << 63) - 1) == 0
+    assert int(generation) - int(before[1]) == 4 + 4 + 1
+    barriers = (1 + 7 + 7) + (1 + 8 + 8) + (1 + 1 + 1)
+    assert (int(arrivals) ^ int(before[0])) >> 63 == barriers & 1

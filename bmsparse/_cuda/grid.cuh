@@ -6,15 +6,24 @@
 // (_kernels.launch(..., cooperative=True)): the driver then guarantees that
 // every thread block of the grid is resident at once, so a block spinning
 // here cannot keep a block that has yet to arrive from running.
-//   u64 bar[2] - zeroed before the launch: arrivals, then the generation.
-//                The last block to arrive resets the arrivals and moves the
-//                generation on, so one pair serves any number of barriers.
+//   u64 bar[2] - zeroed once, before the first launch that uses them:
+//                arrivals, then the generation. Each block's arrival is one
+//                atomic add to bar[0] (release at GPU scope) whose top bit
+//                flips at the last arrival, its other bits back to zero
+//                (arrival_add); the blocks wait for the flip, then acquire.
+//                So the words are ready for the next barrier as the last
+//                block arrives, with no reset, no second atomic and no
+//                sequentially consistent fence (__threadfence) on the way:
+//                ncu, H100, the tiles transpose kernel (three barriers),
+//                musae_git 55.4 -> 48.7 us, the bucket kernel on
+//                p2p-Gnutella31 43.6 -> 33.3 (benchmarks/NOTES.md, session 50)
 // Data written before a barrier by other blocks is read after it with
 // __ldcg (through L2, not a possibly stale L1 line) or atomics.
 // grid_barrier_then(bar, last): the same, and the last thread block to arrive
 // runs last() with all its threads (the other blocks' writes visible to them)
-// before any block leaves: a step for one thread block between two passes,
-// such as a scan of the thread blocks' sums, without a second barrier.
+// before any block leaves (they wait for the generation to move): a step for
+// one thread block between two passes, such as a scan of the thread blocks'
+// sums, without a second barrier.
 //
 // block_exclusive_scan / warp_exclusive_scan: exclusive scan of one u64 per
 // thread over the thread block (the whole warp), in thread order, and the
@@ -22,6 +31,60 @@
 #pragma once
 
 typedef unsigned long long u64;
+
+// atomics and loads of the barrier's words with the PTX memory model's
+// release and acquire at GPU scope (sm_70 on). A release is cumulative: it
+// orders the writes of every thread of the block that __syncthreads ordered
+// before it.
+__device__ __forceinline__ u64 add_release(u64* p, u64 v)
+{
+    u64 old;
+    asm volatile("atom.add.release.gpu.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+    return old;
+}
+
+__device__ __forceinline__ u64 add_acq_rel(u64* p, u64 v)
+{
+    u64 old;
+    asm volatile("atom.add.acq_rel.gpu.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+    return old;
+}
+
+__device__ __forceinline__ u64 load_relaxed(const u64* p)
+{
+    u64 v;
+    asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ u64 load_acquire(const u64* p)
+{
+    u64 v;
+    asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// a block's arrival: block 0 adds 2^63 - (gridDim.x - 1), every other block
+// 1. The adds sum to 2^63, and every partial sum of them stays below it, so
+// bar[0]'s top bit flips at the last arrival, whatever their order
+__device__ __forceinline__ u64 arrival_add()
+{
+    return blockIdx.x == 0 ? (1ull << 63) - (gridDim.x - 1ull) : 1ull;
+}
+
+__device__ __forceinline__ void grid_barrier(u64* bar)
+{
+    __syncthreads();
+    if (gridDim.x == 1) return;  // (global writes before __syncthreads are visible after it)
+    if (threadIdx.x == 0) {
+        const u64 old = add_release(bar, arrival_add());
+        // a sleep between polls: the kernel polling without one (through
+        // grid_barrier_then's form) was 3 us slower (musae_git, H100)
+        while (((load_relaxed(bar) ^ old) >> 63) == 0) __nanosleep(32);
+        (void)load_acquire(bar);
+    }
+    __syncthreads();
+}
 
 template <typename F>
 __device__ __forceinline__ void grid_barrier_then(u64* bar, F last)
@@ -31,38 +94,31 @@ __device__ __forceinline__ void grid_barrier_then(u64* bar, F last)
     if (gridDim.x == 1) {
         // one thread block: its barrier is the grid's (global writes before
         // __syncthreads are visible to the block after it), without the
-        // fences and atomics that cost a small kernel microseconds each
+        // atomics that cost a small kernel microseconds each
         last();
         __syncthreads();
         return;
     }
-    volatile u64* generation = bar + 1;
+    u64* generation = bar + 1;
     u64 seen = 0;
     if (threadIdx.x == 0) {
-        seen = *generation;
-        // the fence is cumulative: the block's writes, made visible to this
-        // thread by __syncthreads, are ordered before the arrival
-        __threadfence();
-        is_last = atomicAdd(bar, 1ull) == gridDim.x - 1ull;
+        // (the generation moves only after every block has arrived, this one too)
+        seen = load_relaxed(generation);
+        const u64 add = arrival_add();
+        const u64 old = add_acq_rel(bar, add);
+        is_last = ((old ^ (old + add)) >> 63) != 0;
     }
     __syncthreads();
     if (is_last) {
-        __threadfence();
         last();
         __syncthreads();
-        if (threadIdx.x == 0) {
-            atomicExch(bar, 0ull);
-            __threadfence();
-            atomicAdd(bar + 1, 1ull);
-        }
+        if (threadIdx.x == 0) add_release(generation, 1ull);
     } else if (threadIdx.x == 0) {
-        while (*generation == seen) __nanosleep(32);
+        while (load_relaxed(generation) == seen) __nanosleep(32);
+        (void)load_acquire(generation);
     }
-    if (threadIdx.x == 0) __threadfence();
     __syncthreads();
 }
-
-__device__ __forceinline__ void grid_barrier(u64* bar) { grid_barrier_then(bar, [] {}); }
 
 // `warp_sums` is shared memory for 32 values; every thread of the block calls
 __device__ __forceinline__ u64 block_exclusive_scan(u64 v, u64* warp_sums, u64* total)

@@ -9,6 +9,7 @@ import pytest
 
 from bmsparse import _kernels
 from bmsparse._format import popcount
+from tests.helpers import barrier_words_at
 
 
 def test_source_inlines_package_headers_once():
@@ -191,16 +192,14 @@ def test_grid_barriers_hold_every_block_and_leave_their_words_ready():
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         words = _kernels.barrier_words()
-        before = cupy.ndarray((2,), cupy.uint64, cupy.cuda.MemoryPointer(
-            cupy.cuda.UnownedMemory(words, 16, None), 0)).get()
+        before = barrier_words_at(words)
         slots = cupy.zeros(grid + 1, dtype=cupy.int64)
         wrong = cupy.zeros(1, dtype=cupy.uint64)
         for rounds in (7, 8, 1):  # odd, even and one: the top bit flips each barrier
             _kernels.launch(kernel, grid * 128, (words, rounds, slots, wrong), block=128,
                             cooperative=True)
         stream.synchronize()
-        arrivals, generation = cupy.ndarray((2,), cupy.uint64, cupy.cuda.MemoryPointer(
-            cupy.cuda.UnownedMemory(words, 16, None), 0)).get()
+        arrivals, generation = barrier_words_at(words)
     assert int(wrong.get()[0]) == 0
     # ready for the next launch: no arrival counted; the generation moved by
     # each grid_barrier_then (the even rounds), the top bit by every barrier

@@ -36,7 +36,6 @@ for _path, _suffix in ((_KERNELS, ""), (_DENSE_KERNELS, "_dense")):
 #: (BMSPARSE_SPMV_LAYOUT_CHUNK)
 LAYOUT_CHUNK = 256
 _THREADS = 128  # BMSPARSE_SPMV_THREADS
-_INT64 = np.dtype(np.int64)
 #: mean entries per block from which a block's partial sums are taken row by
 #: row in registers (the ``_dense`` kernels) rather than bit by bit through
 #: shared memory; both sum in the same order. Measured (H100, GPU time):
@@ -149,7 +148,7 @@ def matmul_dense(a: Any, x: Any, transpose: bool, out_transposed: bool, *,
         return xp.zeros((0, shape[0]) if out_transposed else (shape[0], 0), dtype=dtype)
     # bool @ bool counts in int64 and compares with 0: a Boolean product
     boolean = dtype.kind == "b"
-    compute = _INT64 if boolean else dtype
+    compute = _kernels._INT64 if boolean else dtype
     values = None if a_dtype.kind == "b" else a.values
     if values is not None and a_dtype != compute:
         values = values.astype(compute)
@@ -261,8 +260,8 @@ def _layout_cuda(ptr: Any, nblocks: int) -> tuple[Any, int]:
     # a non-empty group starts n // 32 + 1 warps at most: a tall matrix's
     # empty block rows take no room
     bound = min(ngroups, nblocks) + -(-nblocks // WARP) + 1
-    chunks, starts, warps = _kernels.device_arrays((WARP * nchunks, _INT64),
-                                                   (nchunks + 1, _INT64), (bound, _INT64))
+    chunks, starts, warps = _kernels.device_arrays((WARP * nchunks, _kernels._INT64),
+                                                   (nchunks + 1, _kernels._INT64), (bound, _kernels._INT64))
     get = _kernels.get_kernel
     _kernels.launch(get(_KERNELS, "bmsparse_spmv_layout_chunks"), WARP * nchunks,
                     (ptr, ngroups, chunks))
@@ -406,10 +405,10 @@ def _new_scratch(nwarps: int, k: int, dtype: np.dtype) -> tuple[Any, int]:
     """Raw memory for the kernel's scratch, its counters zeroed (one
     allocation: an ndarray costs microseconds), and the byte where its
     partial sums start (:func:`_scratch_bytes`)."""
-    import cupy
-
+    if _kernels._ALLOC is None:
+        _kernels.bind_cupy()
     size, head = _scratch_bytes(nwarps, k, dtype)
-    scratch = cupy.cuda.alloc(size)
+    scratch = _kernels._ALLOC(size)
     if head:
         scratch.memset_async(0, head)
     return scratch, head

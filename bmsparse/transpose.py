@@ -84,7 +84,6 @@ TILE_COUNTERS = 3
 TILE_GRID_COUNTERS = 6
 TILE_MOST_BLOCKS = 2048
 TILE_VALUES = 6
-_INT64 = np.dtype(np.int64)
 
 
 def column_order(keys: Any) -> Any:
@@ -302,9 +301,9 @@ class ColumnPointer:
     def arrays(self) -> tuple[Any, Any]:
         """(order int64 [nblocks], ptr int64 [nbcols + 1])."""
         if self._arrays is None:
-            self._arrays = (_kernels.device_array(self._memory, 0, self._nblocks, _INT64),
+            self._arrays = (_kernels.device_array(self._memory, 0, self._nblocks, _kernels._INT64),
                             _kernels.device_array(self._memory, 8 * self._nblocks,
-                                                  self._nbcols + 1, _INT64))
+                                                  self._nbcols + 1, _kernels._INT64))
         return self._arrays
 
 

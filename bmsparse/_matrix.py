@@ -7,7 +7,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from . import _derived, _extremes, _readback, convert
+from . import _derived, _extremes, _kernels, _readback, convert
+from .spmv import kept_product
 from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
@@ -663,7 +664,17 @@ class BitmapMatrix(ElementwiseFunctions):
 
     @property
     def T(self) -> BitmapMatrix:
-        return self.transpose()
+        # transpose()'s result without its argument checks: ``A.T @ x`` is a
+        # hot path
+        source = self._transpose_of
+        return source if source is not None else self._lazy_transpose()
+
+    def _lazy_transpose(self) -> BitmapMatrix:
+        """A transpose sharing this matrix's arrays until its own are needed."""
+        t = BitmapMatrix.__new__(BitmapMatrix)
+        t._set(None, None, None, None, self._shape[::-1], self._dtype, self._nnz)
+        t._transpose_of = self
+        return t
 
     def _xp(self) -> Any:
         """numpy or cupy; ValueError when the arrays are on another GPU than
@@ -1288,12 +1299,7 @@ class BitmapMatrix(ElementwiseFunctions):
                                  or tuple(axes) != (1, 0)):
             raise ValueError("sparse arrays do not take an 'axes' other than (1, 0): swapping "
                              "the dimensions is the only permutation")
-        if self._transpose_of is not None:
-            t = self._transpose_of
-        else:
-            t = BitmapMatrix.__new__(BitmapMatrix)
-            t._set(None, None, None, None, self.shape[::-1], self.dtype, self._nnz)
-            t._transpose_of = self
+        t = self._transpose_of if self._transpose_of is not None else self._lazy_transpose()
         return t.copy() if copy else t
 
     # --- arithmetic --------------------------------------------------------
@@ -1302,6 +1308,10 @@ class BitmapMatrix(ElementwiseFunctions):
     __array_ufunc__ = None     # NumPy arrays and scalars do too
 
     def __matmul__(self, other: Any) -> Any:
+        if type(other) is _kernels._NDARRAY:  # a CuPy array (None before CuPy's first use)
+            y = kept_product(self, other, False)
+            if y is not None:
+                return y
         other = _as_operand(other)
         if _is_dense(other):  # first, and importing only SpMV: the cheapest path
             from .spmv import matmul_dense
@@ -1321,6 +1331,10 @@ class BitmapMatrix(ElementwiseFunctions):
         return NotImplemented
 
     def __rmatmul__(self, other: Any) -> Any:
+        if type(other) is _kernels._NDARRAY:  # x @ A for a vector x is A.T @ x
+            y = kept_product(self, other, True)
+            if y is not None:
+                return y
         from .spgemm import spgemm
         from .spmv import matmul_dense
 

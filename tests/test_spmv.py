@@ -551,6 +551,52 @@ def test_kept_scratch_follows_the_stream_and_dtype():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("form", ["A @ x", "A.T @ x", "x @ A", "x @ A.T"])
+def test_repeated_vector_products_take_the_kept_launch(form, monkeypatch):
+    import cupy
+
+    a = warp_matrix("long-hub", "float64", seed=8)
+    d = BitmapMatrix(a).to_device()
+    transposed = form in ("A.T @ x", "x @ A")  # the product is by a.T
+    n = a.shape[0] if transposed else a.shape[1]
+    x = cupy.asarray(random_operand(n, "float64", 22))
+    product = {"A @ x": lambda m, v: m @ v, "A.T @ x": lambda m, v: m.T @ v,
+               "x @ A": lambda m, v: v @ m, "x @ A.T": lambda m, v: v @ m.T}[form]
+    want = (a.T if transposed else a) @ x.get()
+    first = product(d, x).get()
+    np.testing.assert_allclose(first, want, rtol=1e-12, atol=1e-12)
+    general = []
+    real = spmv_module.matmul_dense
+    monkeypatch.setattr(spmv_module, "matmul_dense",
+                        lambda *args, **kw: general.append(args) or real(*args, **kw))
+    np.testing.assert_array_equal(product(d, x).get(), first)
+    assert general == []  # the kept launch, not the general path
+    np.testing.assert_array_equal(product(d, x[::-1].copy()[::-1]).get(), first)
+    strided = cupy.zeros(2 * n)
+    strided[::2] = x
+    np.testing.assert_array_equal(product(d, strided[::2]).get(), first)
+    assert general == []
+    # new values (what is kept goes with them, and comes back)
+    d.values = d.values * 2
+    np.testing.assert_array_equal(product(d, x).get(), 2 * first)
+    np.testing.assert_array_equal(product(d, x).get(), 2 * first)
+    general.clear()
+    # what the kept launch does not take goes the general way, and is right
+    got32 = product(d, x.astype(np.float32))
+    assert got32.dtype == np.float64 and len(general) == 1
+    np.testing.assert_allclose(got32.get(), 2 * ((a.T if transposed else a)
+                                                 @ x.get().astype(np.float32)), rtol=1e-6)
+    with pytest.raises(ValueError, match="mismatch"):
+        product(d, x[:-1])
+    d.values = d.values.astype(np.float32)  # the dtype follows the values
+    got = product(d, x)
+    assert got.dtype == np.float64
+    rounded = a.astype(np.float32).astype(np.float64)
+    want = 2 * ((rounded.T if transposed else rounded) @ x.get())
+    np.testing.assert_allclose(got.get(), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.gpu
 def test_per_thread_default_stream_keeps_a_scratch_per_thread():
     import cupy
 

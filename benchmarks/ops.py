@@ -125,13 +125,12 @@ def run_matrix(name: str, a: sp.csr_array, side: common.Side, *, repeat: int,
     x = xp.asarray(rng.standard_normal(a.shape[1]))
     y = xp.asarray(rng.standard_normal(a.shape[0]))
 
-    def fresh() -> BitmapMatrix:
-        # the same arrays with nothing cached: the transpose sorts again
-        return BitmapMatrix._from_blocks(big_a.keys, big_a.bitmaps, big_a.offsets,
-                                         big_a.values, big_a.shape)
-
     def ours_transpose() -> BitmapMatrix:
-        t = fresh().T
+        # nothing kept with A (its column order): the transpose sorts again.
+        # A's cache emptied, not a new matrix made around its arrays, whose
+        # construction took 4-9 us of each time (benchmarks/NOTES.md, session 50)
+        big_a._cache.clear()
+        t = big_a.T
         t.keys  # noqa: B018 - the blocks are computed on first use
         return t
 

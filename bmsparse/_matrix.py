@@ -8,13 +8,13 @@ from typing import Any, NoReturn
 import numpy as np
 
 from . import _derived, _extremes, _kernels, _readback, convert
-from .spmv import kept_product
 from . import transpose as _transpose
 from ._format import BLOCK, nblocks_along, popcount
 from ._primitives import exclusive_scan
 from ._sputils import (SUPPORTED_DTYPES, check_cupyx_dtype, check_dtype, check_shape,
                        csr_from_arrays, get_array_module, gpu_module, operator_index, upcast)
 from ._ufuncs import ElementwiseFunctions
+from .spmv import kept_product
 
 
 class _BlockArray:

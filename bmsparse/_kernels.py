@@ -480,9 +480,8 @@ def barrier_words() -> int:
     Zeroed once, when first asked for, and never again: every launch that
     uses them leaves them ready for the next (the arrivals count back to
     zero as the last thread block arrives; the generation only counts up;
-    ``_cuda/grid.cuh``), so a
-    cooperative launch needs no memset for its barrier (about 6 us of host
-    time). Launches on one stream run one after another and may share
+    ``_cuda/grid.cuh``), so a cooperative launch needs no memset for its
+    barrier (about 6 us of host time). Launches on one stream run one after another and may share
     them; each stream object has its own, freed with it by ``cudaFree``,
     which waits for the device. The per-thread default stream is one object
     for every host thread but runs each thread's launches on its own stream,

@@ -203,16 +203,19 @@ def ranges(xp: Any, starts: Any, counts: Any, total: int | None = None) -> tuple
     return owner, starts[owner] + (places - firsts[owner])
 
 
-def move_runs(xp: Any, values: Any, starts: Any, counts: Any, total: int | None = None) -> Any:
+def move_runs(xp: Any, values: Any, starts: Any, counts: Any, total: int | None = None,
+              dest: Any = None) -> Any:
     """The runs ``values[starts[p]:starts[p] + counts[p]]`` one after another
     (int64 ``starts`` and ``counts`` [n]; ``total`` values in all): on the GPU
     a thread copies each run (bmsparse_copy_runs), on the host
-    :func:`ranges` gathers them. One sync on the GPU unless ``total`` is
-    given."""
+    :func:`ranges` gathers them. ``dest``: the exclusive scan of ``counts``
+    where the caller has it (a block list's offsets). One sync on the GPU
+    unless ``total`` is given."""
     if xp is np:
         return values[ranges(np, starts, counts, total)[1]]
     counts = counts.astype(xp.int64, copy=False)
-    dest = exclusive_scan(xp, counts)
+    if dest is None:
+        dest = exclusive_scan(xp, counts)
     if total is None:
         total = _readback.read_last(dest)  # sync: the output's size
     out = xp.empty(total, dtype=values.dtype)

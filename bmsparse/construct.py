@@ -414,12 +414,13 @@ def _join_blocks(xp: Any, parts: list[tuple[BitmapMatrix, int, int]], shape: tup
         order = stable_argsort(xp, keys)
         keys, bitmaps, starts = keys[order], bitmaps[order], starts[order]
         counts = popcount(bitmaps)
+        # uncut, the pieces are the blocks: their offsets are where the runs go
+        offsets = None if cut else exclusive_scan(xp, counts)
         if not pattern:
-            values = move_runs(xp, values, starts, counts, nnz[-1])
+            values = move_runs(xp, values, starts, counts, nnz[-1], offsets)
         if cut:
             keys, bitmaps = merge_pieces(xp, keys, bitmaps)
-            counts = popcount(bitmaps)
-        offsets = exclusive_scan(xp, counts)
+            offsets = exclusive_scan(xp, popcount(bitmaps))
     return BitmapMatrix._from_blocks(keys, bitmaps, offsets, values, shape, dtype, nnz=nnz[-1])
 
 
